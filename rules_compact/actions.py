@@ -1,0 +1,147 @@
+"""Action kinds: each compiles its options once into a small function that edits one item."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from .formats import Item
+from .templates import Template, result_variables
+
+if TYPE_CHECKING:
+    from .compiler import CompileContext
+    from .view import View
+
+__all__ = ["Action", "ActionKind", "Editor", "BUILTIN_ACTIONS"]
+
+DEFAULT_TRUNCATE_MARKER = "\n[... {omitted} chars omitted ...]\n"
+
+
+class Editor(Protocol):
+    """The copy-on-write output an action edits (implemented by the engine)."""
+
+    view: View
+
+    def message(self, index: int) -> dict: ...
+    def replace(self, index: int, message: dict) -> None: ...
+    def result_text(self, item: Item) -> str: ...
+    def set_result_text(self, item: Item, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Action:
+    """A compiled action; ``apply`` returns a note for the report, or None."""
+
+    name: str
+    apply: Callable[[Item, Editor], "str | None"]
+    templates: tuple[Template, ...] = ()
+
+
+@dataclass(frozen=True)
+class ActionKind:
+    """A named action: ``compile(options, ctx, path) -> Action``; ``schema`` for plugins."""
+
+    name: str
+    compile: Callable[[Any, "CompileContext", str], Action]
+    description: str
+    schema: dict | None = None
+
+
+def _keep(options, ctx, path) -> Action:
+    return Action("keep", lambda item, ed: None)
+
+
+def _placeholder(options, ctx, path) -> Action:
+    text = options if isinstance(options, str) else (options or {}).get("text")
+    explicit = ctx.template(text, f"{path}.text" if isinstance(options, dict) else path) if text else None
+
+    def placeholder(item: Item, ed: Editor) -> str | None:
+        if item.kind != "tool_result":
+            return "placeholder applies to tool results only"
+        spec = ed.view.tool_spec(item.tool_name)
+        template = explicit or (spec.placeholder if spec and spec.placeholder else ed.view.ruleset.placeholder)
+        current = ed.result_text(item)
+        if template.recognises(current):
+            return None
+        values = result_variables(current, item.tool_name, item.tool_call_id, ed.view.estimate(current))
+        ed.set_result_text(item, template.render(values))
+        return None
+
+    return Action("placeholder", placeholder, (explicit,) if explicit else ())
+
+
+def _truncate(options, ctx, path) -> Action:
+    head, tail = options.get("head", 0), options.get("tail", 0)
+    marker = ctx.template(options.get("marker", DEFAULT_TRUNCATE_MARKER), f"{path}.marker",
+                          extra=("omitted",))
+    if marker is None:
+        return Action("truncate", lambda item, ed: None)
+    shape = re.compile(f"(?s).{{{head}}}(?:{marker.pattern.pattern}).{{{tail}}}")
+
+    def truncate(item: Item, ed: Editor) -> str | None:
+        if item.kind != "tool_result":
+            return "truncate applies to tool results only"
+        current = ed.result_text(item)
+        if len(current) <= head + tail or shape.fullmatch(current):
+            return None
+        omitted = len(current) - head - tail
+        values = result_variables(current, item.tool_name, item.tool_call_id, ed.view.estimate(current))
+        new = current[:head] + marker.render({**values, "omitted": omitted}) + current[len(current) - tail:]
+        if len(new) < len(current):
+            ed.set_result_text(item, new)
+        return None
+
+    return Action("truncate", truncate)
+
+
+def _strip_text(options, ctx, path) -> Action:
+    options = options or {}
+    patterns = [ctx.regex(p, f"{path}.keep_patterns[{i}]") for i, p in enumerate(options.get("keep_patterns", []))]
+    patterns = [p for p in patterns if p is not None]
+    max_chars = options.get("keep_max_chars")
+    marker = options.get("marker")
+    if marker is not None:
+        ctx.marker(marker)
+    text_first = options.get("text_first", False)
+    keep_thinking = options.get("keep_thinking", False)
+
+    def keep(text: str) -> bool:
+        return any(p.search(text) for p in patterns) or (max_chars is not None and len(text) <= max_chars)
+
+    def strip_text(item: Item, ed: Editor) -> str | None:
+        if item.kind != "assistant" or not item.call_ids:
+            return "strip-text applies to assistant turns with tool calls"
+        latest = item.msg_index == ed.view.last_assistant
+        message = ed.message(item.msg_index)
+        ed.replace(item.msg_index, ed.view.fmt.strip_text(
+            message, keep, marker, text_first and not latest, keep_thinking or latest))
+        return "latest assistant turn: thinking kept" if latest else None
+
+    return Action("strip-text", strip_text)
+
+
+def _clear_inputs(options, ctx, path) -> Action:
+    def clear_inputs(item: Item, ed: Editor) -> str | None:
+        if item.kind == "tool_result":
+            if item.call_msg_index is None:
+                return "orphan result: no call to clear"
+            index, ids = item.call_msg_index, frozenset([item.tool_call_id])
+        else:
+            index, ids = item.msg_index, frozenset(item.call_ids)
+        ed.replace(index, ed.view.fmt.clear_inputs(ed.message(index), ids))
+        return None
+
+    return Action("clear-inputs", clear_inputs)
+
+
+BUILTIN_ACTIONS: dict[str, ActionKind] = {
+    k.name: k
+    for k in [
+        ActionKind("keep", _keep, "Leave the item as it is; stops the rule chain."),
+        ActionKind("placeholder", _placeholder, "Replace a tool result's content with a template."),
+        ActionKind("truncate", _truncate, "Keep the first and last characters of a tool result."),
+        ActionKind("strip-text", _strip_text, "Remove text and thinking from an assistant turn that calls tools."),
+        ActionKind("clear-inputs", _clear_inputs, "Blank the arguments of the tool call(s) to {}."),
+    ]
+}

@@ -1,0 +1,165 @@
+"""The ``rules-compact`` command: apply, validate, explain."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+from . import __version__
+from .documents import dump_json, read_document, write_atomic
+from .engine import compact
+from .errors import ConfigError, InputError, RulesCompactError
+from .formats import FORMATS
+from .loader import check_rules, load_rules
+from .report import PassReport, Report
+
+PROG = "rules-compact"
+
+
+def _rules(args) -> list:
+    return [load_rules(r) for r in (args.rules or ["default"])]
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def cmd_apply(args) -> int:
+    if args.in_place:
+        if args.input == "-" or args.output:
+            raise InputError("--in-place needs a file INPUT and no -o")
+        args.output = args.input
+    elif args.output and args.input != "-" and _same_file(args.output, args.input):
+        raise InputError(f"{args.output}: OUTPUT is the INPUT file; pass --in-place to overwrite it")
+    rulesets = _rules(args)
+    doc = read_document(args.input)
+    result = compact(doc.messages, rulesets, format=args.format)
+    text = dump_json(doc.with_messages(result.messages))
+    if args.report:
+        write_atomic(args.report, dump_json(result.report.to_dict()))
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    print(f"{PROG}: {summary(result.report)}", file=sys.stderr)
+    for p in result.report.passes:
+        if p.over_budget:
+            print(f"{PROG}: warning: still over budget after {p.ruleset!r}: "
+                  f"{p.tokens_after:,} tokens > {p.over_budget_tokens:,}", file=sys.stderr)
+    return 0
+
+
+def summary(report: Report) -> str:
+    before, after = report.tokens_before, report.tokens_after
+    share = f" ({(after - before) / before:+.1%})" if before else ""
+    return (f"{report.items_changed} items changed; {report.chars_before:,} -> {report.chars_after:,} chars; "
+            f"{before:,} -> {after:,} estimated tokens{share}")
+
+
+def cmd_validate(args) -> int:
+    failed = False
+    for path in args.rules:
+        problems = check_rules(path)
+        for problem in problems:
+            print(problem)
+        if not problems:
+            print(f"{path}: ok")
+        failed = failed or bool(problems)
+    return 1 if failed else 0
+
+
+COLUMNS = ("#", "msg", "role", "tool", "chars", "age", "rule", "action", "saved", "note")
+
+
+def explain_pass(p: PassReport) -> list[str]:
+    lines = [f"pass: {p.ruleset} ({p.source}): {p.reason}"]
+    if not p.ran:
+        return lines
+    rows = [COLUMNS] + [
+        (str(d.item), str(d.message), d.role + ("!" if d.error else ""), d.tool or "-", str(d.chars), str(d.age),
+         d.rule or "-", d.action if d.changed or d.action in ("keep", "none") else f"({d.action})",
+         str(d.saved), d.note or "")
+        for d in p.decisions
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    right = {0, 1, 4, 5, 8}
+    for row in rows:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    lines.append(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
+                 f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
+                 + (f"; minimum gate {p.gate}" if p.gate else ""))
+    for rule, saved in sorted(p.saved_by_rule().items(), key=lambda kv: -kv[1]):
+        lines.append(f"  saved by {rule}: {saved:,}")
+    if p.orphans:
+        lines.append("orphan results (no matching call): " + ", ".join(f"#{i}" for i in p.orphans))
+    if p.dangling:
+        lines.append("dangling calls (no result): " + ", ".join(p.dangling))
+    return lines
+
+
+def cmd_explain(args) -> int:
+    rulesets = _rules(args)
+    doc = read_document(args.input)
+    result = compact(doc.messages, rulesets, format=args.format)
+    out = [f"{doc.name}: {len(doc.messages)} messages, format {result.report.format}"]
+    for p in result.report.passes:
+        out += [""] + explain_pass(p)
+    out += ["", f"total: {summary(result.report)}"]
+    if result.over_budget:
+        out.append("over budget: yes")
+    print("\n".join(out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def rules_option(p):
+        p.add_argument("-r", "--rules", action="append", metavar="RULES",
+                       help="rule file, 'default' or 'preset:NAME'; repeat for successive passes "
+                            "(default: the bundled default rules)")
+        p.add_argument("--format", choices=sorted(FORMATS), help="message format (default: detected)")
+
+    p = sub.add_parser("apply", help="compact a conversation and write it out")
+    p.add_argument("input", metavar="INPUT", help="conversation JSON file, or - for stdin")
+    rules_option(p)
+    p.add_argument("-o", "--output", metavar="OUTPUT", help="write here instead of stdout")
+    p.add_argument("--in-place", action="store_true", help="overwrite INPUT (atomically)")
+    p.add_argument("--report", metavar="REPORT.json", help="write the per-item report as JSON")
+    p.set_defaults(func=cmd_apply)
+
+    p = sub.add_parser("validate", help="check rule files against the schema")
+    p.add_argument("rules", nargs="+", metavar="RULES")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("explain", help="show which rule decided each item")
+    p.add_argument("input", metavar="INPUT")
+    rules_option(p)
+    p.set_defaults(func=cmd_explain)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return exc.exit_code
+    except RulesCompactError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,147 @@
+"""Turn validated rule-file data into a frozen RuleSet, collecting located problems."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jmespath
+import jmespath.exceptions
+
+from .actions import BUILTIN_ACTIONS, Action, ActionKind
+from .errors import Problem
+from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator
+from .matchers import BUILTIN_MATCHERS, MatcherKind
+from .model import Budget, Rule, RuleSet, ToolSpec, ToolTable, Trigger
+from .templates import RESULT_VARIABLES, Template, TemplateError
+from .view import Predicate
+from .yamlsource import Marks, join_path, locate
+
+__all__ = ["CompileContext", "compile_ruleset", "DEFAULT_PLACEHOLDER"]
+
+DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
+
+
+class CompileContext:
+    """What matcher and action compilers use: sub-compilation, checks, located problems."""
+
+    def __init__(self, file: str, marks: Marks, matchers: dict[str, MatcherKind],
+                 actions: dict[str, ActionKind], estimators: dict[str, Estimator]):
+        self.file = file
+        self.marks = marks
+        self.matchers = matchers
+        self.actions = actions
+        self.estimators = estimators
+        self.problems: list[Problem] = []
+        self.templates: list[Template] = []
+
+    def locate(self, path: str) -> tuple[int, int]:
+        return locate(self.marks, path)
+
+    def problem(self, path: str, message: str) -> None:
+        line, col = self.locate(path)
+        self.problems.append(Problem(self.file, line, col, message, path))
+
+    def matcher(self, spec: dict, path: str) -> Predicate:
+        preds = []
+        for key, options in (spec or {}).items():
+            kind = self.matchers.get(key)
+            if kind is None:  # only reachable when a plugin kind vanished after validation
+                self.problem(join_path(path, key), f"unknown matcher {key!r}; allowed: {', '.join(sorted(self.matchers))}")
+                continue
+            if key in ("size", "age") and not any(b in options for b in ("gt", "gte", "lt", "lte")):
+                self.problem(join_path(path, key), f"{key} needs at least one of gt, gte, lt, lte")
+            preds.append(kind.compile(options, self, join_path(path, key)))
+        if len(preds) == 1:
+            return preds[0]
+        return lambda item, view: all(p(item, view) for p in preds)
+
+    def action(self, spec: Any, path: str) -> Action:
+        name, options = (spec, None) if isinstance(spec, str) else next(iter(spec.items()))
+        return self.actions[name].compile(options, self, path if isinstance(spec, str) else join_path(path, name))
+
+    def regex(self, pattern: str, path: str, ignore_case: bool = False) -> re.Pattern | None:
+        try:
+            return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        except re.error as exc:
+            self.problem(path, f"invalid regex {pattern!r}: {exc}")
+            return None
+
+    def jmespath(self, expression: str, path: str):
+        try:
+            return jmespath.compile(expression)
+        except jmespath.exceptions.JMESPathError as exc:
+            reason = str(exc).splitlines()[0]
+            self.problem(path, f"invalid JMESPath expression {expression!r}: {reason}")
+            return None
+
+    def template(self, text: str, path: str, extra: tuple[str, ...] = ()) -> Template | None:
+        try:
+            template = Template.compile(text, RESULT_VARIABLES + extra)
+        except TemplateError as exc:
+            self.problem(path, str(exc))
+            return None
+        self.templates.append(template)
+        return template
+
+    def marker(self, text: str) -> None:
+        """Register a literal marker so that ``compacted`` recognises it."""
+        self.templates.append(Template(text, (), re.compile(re.escape(text))))
+
+
+def _matches_errors(spec: Any) -> bool:
+    """Whether a matcher spec asks for ``is_error: true`` outside any ``not``."""
+    if not isinstance(spec, dict):
+        return False
+    if spec.get("is_error") is True:
+        return True
+    return any(_matches_errors(s) for key in ("all", "any") for s in spec.get(key) or [])
+
+
+def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: list[ToolSpec] = ()) -> RuleSet:
+    """Compile validated data; problems go to ``ctx.problems``."""
+    defaults = data.get("defaults", {})
+    placeholder = ctx.template(defaults.get("placeholder", DEFAULT_PLACEHOLDER), "defaults.placeholder")
+    estimator_name = defaults.get("estimator", DEFAULT_ESTIMATOR)
+    if estimator_name not in ctx.estimators:
+        ctx.problem("defaults.estimator", f"unknown estimator {estimator_name!r}; allowed: "
+                    + ", ".join(sorted(ctx.estimators)))
+    error_when = ctx.matcher(data["error_when"], "error_when") if "error_when" in data else None
+    specs = list(plugin_tools)
+    for name, meta in data.get("tools", {}).items():
+        path = join_path("tools", name)
+        tool_placeholder = ctx.template(meta["placeholder"], f"{path}.placeholder") if "placeholder" in meta else None
+        specs.append(ToolSpec(str(name), meta["compact"], tool_placeholder, source))
+    rules = []
+    for i, raw in enumerate(data.get("rules", [])):
+        path = f"rules[{i}]"
+        matcher = ctx.matcher(raw["match"], f"{path}.match")
+        action_specs = raw["action"] if isinstance(raw["action"], list) else [raw["action"]]
+        paths = [f"{path}.action[{j}]" for j in range(len(action_specs))] if isinstance(raw["action"], list) \
+            else [f"{path}.action"]
+        actions = tuple(ctx.action(a, p) for a, p in zip(action_specs, paths))
+        rules.append(Rule(raw["name"], matcher, actions, source, _matches_errors(raw["match"]),
+                          ctx.locate(path)[0]))
+    names = [r.name for r in rules]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
+    trigger = data.get("trigger", {})
+    budget = data.get("budget", {})
+    return RuleSet(
+        name=data["name"], version=data["version"], description=data.get("description", ""),
+        enabled=data.get("enabled", True),
+        trigger=Trigger(trigger.get("tokens_over"), trigger.get("tool_results_over")),
+        budget=Budget(budget.get("min_cleared_tokens"), budget.get("stop_at_tokens"),
+                      budget.get("stop_after_cleared_tokens")),
+        estimator_name=estimator_name, estimator=ctx.estimators.get(estimator_name, ESTIMATORS[DEFAULT_ESTIMATOR]),
+        placeholder=placeholder or Template.compile(DEFAULT_PLACEHOLDER, RESULT_VARIABLES),
+        over_budget_tokens=defaults.get("over_budget_tokens"),
+        tools=ToolTable.of(specs, data.get("undeclared", "compact")),
+        error_when=error_when, rules=tuple(rules),
+        compacted_patterns=tuple(t.pattern for t in ctx.templates), source=source,
+    )
+
+
+def builtin_context(file: str, marks: Marks) -> CompileContext:
+    return CompileContext(file, marks, dict(BUILTIN_MATCHERS), dict(BUILTIN_ACTIONS), dict(ESTIMATORS))

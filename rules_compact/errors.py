@@ -1,0 +1,44 @@
+"""User-facing errors: one base class, caught only by the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RulesCompactError", "ConfigError", "InputError", "Problem"]
+
+
+class RulesCompactError(Exception):
+    """Base of every error caused by user input; the CLI prints it without a traceback."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One located problem in a rule file: ``FILE:LINE:COL: message (at path)``."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+    path: str = ""
+
+    def __str__(self) -> str:
+        where = f" (at {self.path})" if self.path else ""
+        return f"{self.file}:{self.line}:{self.col}: {self.message}{where}"
+
+
+class ConfigError(RulesCompactError):
+    """A rule file is invalid; carries every problem found, sorted by position."""
+
+    exit_code = 1
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class InputError(RulesCompactError):
+    """Unreadable or malformed input, or a usage error."""
+
+    exit_code = 2

@@ -1,0 +1,385 @@
+"""Message formats: how items are found in a message list, and copy-on-write edits.
+
+Two formats are built in: OpenAI Chat Completions (``openai``) and Anthropic
+Messages (``anthropic``).  A format never mutates a message: every edit returns a
+new message dict that shares the untouched parts of the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+__all__ = ["Item", "Scan", "Format", "FORMATS", "detect_format"]
+
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+OPENAI_REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One thing a rule decides on: a tool result or an assistant turn."""
+
+    index: int
+    kind: str  # "tool_result" | "assistant"
+    msg_index: int
+    block_index: int | None  # Anthropic tool_result block; None for whole messages
+    tool_name: str | None  # the called tool, for a result; None when orphan
+    tool_call_id: str | None
+    call: dict | None  # the raw call a result answers
+    call_msg_index: int | None
+    call_names: tuple[str, ...]  # assistant: names of its calls
+    call_ids: tuple[str, ...]  # assistant: ids of its calls
+    text: str  # visible text: result content, or assistant text
+    is_error: bool  # the format's own error flag
+    orphan: bool
+    dangling: bool  # assistant: a call of it has no result
+    span: int | None
+
+    @property
+    def role(self) -> str:
+        return "tool" if self.kind == "tool_result" else "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """Everything the engine needs to know about a message list's structure."""
+
+    items: tuple[Item, ...]
+    user_turns: tuple[int, ...]  # message indices of user turns
+    span_starts: tuple[int, ...]  # message index where each span starts
+    last_assistant: int | None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def parts_text(content: Any) -> str:
+    """Text of a string or of a list of text parts/blocks, joined by newlines."""
+    if isinstance(content, str):
+        return content
+    texts = [p.get("text") or p.get("refusal") for p in _dicts(content) if p.get("type") in ("text", "refusal")]
+    return "\n".join(t for t in texts if isinstance(t, str))
+
+
+def replace_content(content: Any, text: str) -> Any:
+    """New content holding only ``text``, keeping its shape and any cache_control marker."""
+    if not isinstance(content, list):
+        return text
+    part: dict[str, Any] = {"type": "text", "text": text}
+    markers = [p["cache_control"] for p in _dicts(content) if "cache_control" in p]
+    if markers:
+        part["cache_control"] = markers[-1]
+    return [part]
+
+
+def dumps_args(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+KeepText = Callable[[str], bool]
+
+
+class Format:
+    """Base of the built-in formats; subclasses fill in the format-specific parts."""
+
+    name = ""
+
+    def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
+        """``(id, name, raw call)`` for each tool call of an assistant message."""
+        raise NotImplementedError
+
+    def results(self, msg: Any) -> list[tuple[str | None, int | None, bool, str]]:
+        """``(call id, block index, error flag, text)`` for each tool result in a message."""
+        raise NotImplementedError
+
+    def is_user_turn(self, msg: Any) -> bool:
+        raise NotImplementedError
+
+    def assistant_text(self, msg: Any) -> str:
+        return parts_text(msg.get("content")) if isinstance(msg, dict) else ""
+
+    def scan(self, messages: list) -> Scan:
+        return _build_scan(messages, self)
+
+    def text_blocks(self, msg: Any) -> list[str]:
+        """The texts of a message's text blocks (a string content is one block)."""
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, str):
+            return [content]
+        return [b["text"] for b in _dicts(content) if b.get("type") == "text" and isinstance(b.get("text"), str)]
+
+    def message_pieces(self, msg: Any) -> Iterable[str]:
+        """Every text the model sees in a message: the input of token estimates."""
+        raise NotImplementedError
+
+    def result_content(self, msg: dict, item: Item) -> Any:
+        raise NotImplementedError
+
+    def set_result_content(self, msg: dict, item: Item, text: str) -> dict:
+        raise NotImplementedError
+
+    def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,
+                   keep_thinking: bool) -> dict:
+        raise NotImplementedError
+
+    def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
+        raise NotImplementedError
+
+
+def _build_scan(messages: list, fmt: Format) -> Scan:
+    """Shared scan: link results to calls, number spans, find user turns."""
+    call_at: dict[str, tuple[dict, int, str | None]] = {}
+    answered: set[str] = set()
+    for i, msg in enumerate(messages):
+        for call_id, name, call in fmt.calls(msg):
+            call_at.setdefault(call_id, (call, i, name))
+        for call_id, *_ in fmt.results(msg):
+            if call_id is not None:
+                answered.add(call_id)
+    items: list[Item] = []
+    user_turns: list[int] = []
+    span_starts: list[int] = []
+    span: int | None = None
+    last_assistant = None
+    for i, msg in enumerate(messages):
+        role = msg.get("role") if isinstance(msg, dict) else None
+        calls = fmt.calls(msg)
+        results = fmt.results(msg)
+        if role == "assistant":
+            last_assistant = i
+            if calls:
+                span_starts.append(i)
+                span = len(span_starts) - 1
+            else:
+                span = None
+            ids = tuple(c[0] for c in calls)
+            items.append(Item(
+                index=len(items), kind="assistant", msg_index=i, block_index=None, tool_name=None,
+                tool_call_id=None, call=None, call_msg_index=None,
+                call_names=tuple(c[1] or "" for c in calls), call_ids=ids,
+                text=fmt.assistant_text(msg), is_error=False, orphan=False,
+                dangling=any(c not in answered for c in ids), span=span))
+            continue
+        if not results:
+            span = None
+        for call_id, block_index, is_error, text in results:
+            call, call_msg, name = call_at.get(call_id, (None, None, None)) if call_id is not None else (None, None, None)
+            items.append(Item(
+                index=len(items), kind="tool_result", msg_index=i, block_index=block_index,
+                tool_name=name, tool_call_id=call_id, call=call, call_msg_index=call_msg,
+                call_names=(), call_ids=(), text=text, is_error=is_error, orphan=call is None,
+                dangling=False, span=span))
+        if fmt.is_user_turn(msg):
+            user_turns.append(i)
+    return Scan(tuple(items), tuple(user_turns), tuple(span_starts), last_assistant)
+
+
+class OpenAIFormat(Format):
+    """OpenAI Chat Completions: ``tool_calls`` on assistant messages, ``role: tool`` results."""
+
+    name = "openai"
+
+    @staticmethod
+    def calls(msg: Any) -> list[tuple[str, str | None, dict]]:
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            return []
+        out = []
+        for call in _dicts(msg.get("tool_calls")):
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            if isinstance(call.get("id"), str):
+                out.append((call["id"], fn.get("name") if isinstance(fn.get("name"), str) else None, call))
+        return out
+
+    @staticmethod
+    def results(msg: Any) -> list[tuple[str | None, None, bool, str]]:
+        if not isinstance(msg, dict) or msg.get("role") != "tool":
+            return []
+        call_id = msg.get("tool_call_id")
+        return [(call_id if isinstance(call_id, str) else None, None, msg.get("is_error") is True,
+                 parts_text(msg.get("content")))]
+
+    @staticmethod
+    def is_user_turn(msg: Any) -> bool:
+        return isinstance(msg, dict) and msg.get("role") == "user" and bool(parts_text(msg.get("content")).strip())
+
+    def message_pieces(self, msg: Any) -> Iterable[str]:
+        if not isinstance(msg, dict):
+            return
+        yield parts_text(msg.get("content"))
+        for field in OPENAI_REASONING_FIELDS:
+            yield _str(msg.get(field))
+        for _, name, call in self.calls(msg):
+            yield name or ""
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            yield dumps_args(fn.get("arguments", ""))
+
+    def result_content(self, msg: dict, item: Item) -> Any:
+        return msg.get("content")
+
+    def set_result_content(self, msg: dict, item: Item, text: str) -> dict:
+        return {**msg, "content": replace_content(msg.get("content"), text)}
+
+    def strip_text(self, msg, keep, marker, text_first, keep_thinking):
+        new = dict(msg)
+        if not keep_thinking:
+            for field in OPENAI_REASONING_FIELDS:
+                new.pop(field, None)
+        content = msg.get("content")
+        if isinstance(content, str):
+            if content and content != marker and not keep(content):
+                new["content"] = marker
+        elif isinstance(content, list):
+            kept, removed = [], False
+            for part in content:
+                is_text = isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+                if is_text and part["text"] != marker and not keep(part["text"]):
+                    removed = True
+                    continue
+                kept.append(part)
+            if removed and marker is not None and not any(
+                    isinstance(p, dict) and p.get("text") == marker for p in kept):
+                kept.insert(0, {"type": "text", "text": marker})
+            if removed:
+                new["content"] = kept or None
+        return new if new != msg else msg
+
+    def clear_inputs(self, msg, call_ids):
+        calls = msg.get("tool_calls")
+        if not isinstance(calls, list):
+            return msg
+        new_calls, changed = [], False
+        for call in calls:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and call.get("id") in call_ids and fn.get("arguments") != "{}":
+                call = {**call, "function": {**fn, "arguments": "{}"}}
+                changed = True
+            new_calls.append(call)
+        return {**msg, "tool_calls": new_calls} if changed else msg
+
+
+class AnthropicFormat(Format):
+    """Anthropic Messages: content blocks ``tool_use`` / ``tool_result`` / ``thinking``."""
+
+    name = "anthropic"
+
+    @staticmethod
+    def _blocks(msg: Any) -> list:
+        if not isinstance(msg, dict):
+            return []
+        content = msg.get("content")
+        return content if isinstance(content, list) else []
+
+    def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            return []
+        return [(b["id"], b.get("name") if isinstance(b.get("name"), str) else None, b)
+                for b in _dicts(self._blocks(msg)) if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+
+    def results(self, msg: Any) -> list[tuple[str | None, int, bool, str]]:
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            return []
+        out = []
+        for j, block in enumerate(self._blocks(msg)):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                call_id = block.get("tool_use_id")
+                out.append((call_id if isinstance(call_id, str) else None, j, block.get("is_error") is True,
+                            parts_text(block.get("content"))))
+        return out
+
+    def is_user_turn(self, msg: Any) -> bool:
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            return False
+        content = msg.get("content")
+        if isinstance(content, str):
+            return bool(content.strip())
+        return any(b.get("type") == "text" and _str(b.get("text")).strip() for b in _dicts(content))
+
+    def message_pieces(self, msg: Any) -> Iterable[str]:
+        if not isinstance(msg, dict):
+            return
+        content = msg.get("content")
+        if isinstance(content, str):
+            yield content
+            return
+        for block in _dicts(content):
+            kind = block.get("type")
+            if kind == "text":
+                yield _str(block.get("text"))
+            elif kind == "thinking":
+                yield _str(block.get("thinking"))
+            elif kind == "redacted_thinking":
+                yield _str(block.get("data"))
+            elif kind == "tool_use":
+                yield _str(block.get("name"))
+                yield dumps_args(block.get("input", {}))
+            elif kind == "tool_result":
+                yield parts_text(block.get("content"))
+
+    def result_content(self, msg: dict, item: Item) -> Any:
+        return msg["content"][item.block_index].get("content")
+
+    def set_result_content(self, msg: dict, item: Item, text: str) -> dict:
+        blocks = list(msg["content"])
+        block = blocks[item.block_index]
+        blocks[item.block_index] = {**block, "content": replace_content(block.get("content"), text)}
+        return {**msg, "content": blocks}
+
+    def strip_text(self, msg, keep, marker, text_first, keep_thinking):
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        lead, texts, others, removed = [], [], [], False
+        marker_slot: tuple[list, int] | None = None
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            is_text = kind == "text" and isinstance(block.get("text"), str)
+            is_thinking = kind in ("thinking", "redacted_thinking")
+            if is_text and (block["text"] == marker or keep(block["text"])):
+                (texts if text_first else others).append(block)
+            elif is_thinking and keep_thinking:
+                (lead if text_first else others).append(block)
+            elif is_text or is_thinking:
+                removed = True
+                if marker_slot is None:
+                    target = texts if text_first else others
+                    marker_slot = (target, len(target))
+            else:
+                others.append(block)
+        if not removed:
+            return msg
+        has_marker = any(b.get("type") == "text" and b.get("text") == marker for b in texts + others)
+        if marker is not None and not has_marker and marker_slot is not None:
+            marker_slot[0].insert(marker_slot[1], {"type": "text", "text": marker})
+        return {**msg, "content": lead + texts + others}
+
+    def clear_inputs(self, msg, call_ids):
+        blocks, changed = [], False
+        for block in self._blocks(msg):
+            if (isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") in call_ids
+                    and block.get("input") != {}):
+                block = {**block, "input": {}}
+                changed = True
+            blocks.append(block)
+        return {**msg, "content": blocks} if changed else msg
+
+
+FORMATS: dict[str, Format] = {"openai": OpenAIFormat(), "anthropic": AnthropicFormat()}
+
+
+def detect_format(messages: list) -> str:
+    """``anthropic`` if any message holds Anthropic-only blocks, else ``openai``."""
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("role") == "tool" or "tool_calls" in msg or "tool_call_id" in msg:
+            return "openai"
+        content = msg.get("content")
+        if isinstance(content, list) and any(b.get("type") in ANTHROPIC_BLOCKS for b in _dicts(content)):
+            return "anthropic"
+    return "openai"

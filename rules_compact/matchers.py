@@ -1,0 +1,198 @@
+"""Matcher kinds: each compiles its options once into a small pure predicate.
+
+A matcher spec is a mapping; every key names a matcher kind and all of them must
+hold.  ``all``, ``any`` and ``not`` combine specs.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any, Callable
+
+from .formats import Item
+
+if TYPE_CHECKING:
+    from .compiler import CompileContext
+    from .view import Predicate, View
+
+__all__ = ["MatcherKind", "BUILTIN_MATCHERS", "compare"]
+
+
+@dataclass(frozen=True)
+class MatcherKind:
+    """A named matcher: ``compile(options, ctx, path) -> predicate``; ``schema`` for plugins."""
+
+    name: str
+    compile: Callable[[Any, "CompileContext", str], "Predicate"]
+    description: str
+    schema: dict | None = None
+
+
+COMPARATORS = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
+
+
+def compare(options: dict) -> Callable[[int], bool]:
+    """One function for every ``gt``/``gte``/``lt``/``lte`` bound in ``options``."""
+    bounds = [(COMPARATORS[k], v) for k, v in options.items() if k in COMPARATORS]
+    return lambda value: all(op(value, bound) for op, bound in bounds)
+
+
+def _all(specs, ctx, path):
+    preds = [ctx.matcher(s, f"{path}[{i}]") for i, s in enumerate(specs)]
+    return lambda item, view: all(p(item, view) for p in preds)
+
+
+def _any(specs, ctx, path):
+    preds = [ctx.matcher(s, f"{path}[{i}]") for i, s in enumerate(specs)]
+    return lambda item, view: any(p(item, view) for p in preds)
+
+
+def _not(spec, ctx, path):
+    pred = ctx.matcher(spec, path)
+    return lambda item, view: not pred(item, view)
+
+
+def _role(value, ctx, path):
+    roles = frozenset([value] if isinstance(value, str) else value)
+    return lambda item, view: item.role in roles
+
+
+def _tool(value, ctx, path):
+    patterns = tuple([value] if isinstance(value, str) else value)
+
+    def hit(name: str | None) -> bool:
+        return name is not None and any(fnmatchcase(name, p) for p in patterns)
+
+    def tool(item: Item, view: View) -> bool:
+        if item.kind == "assistant":
+            return any(hit(n) for n in item.call_names)
+        return hit(item.tool_name)
+
+    return tool
+
+
+def _compactable(value, ctx, path):
+    def compactable(item: Item, view: View) -> bool:
+        names = item.call_names if item.kind == "assistant" else (item.tool_name,)
+        return any(view.ruleset.tools.compactable(n) for n in names) is value
+
+    return compactable
+
+
+SIZE_UNITS = {
+    "chars": lambda item, view: len(item.text),
+    "bytes": lambda item, view: len(item.text.encode("utf-8")),
+    "tokens": lambda item, view: view.item_tokens(item),
+}
+
+
+def _size(options, ctx, path):
+    measure = SIZE_UNITS[options.get("unit", "chars")]
+    check = compare(options)
+    return lambda item, view: check(measure(item, view))
+
+
+def _age(options, ctx, path):
+    unit = options["unit"]
+    among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None
+    if among is not None and unit not in ("tool_results", "spans", "tokens"):
+        ctx.problem(f"{path}.among", f"'among' counts items, so it needs unit tool_results, spans or tokens, not {unit!r}")
+    include_self = options.get("include_self", False)
+    check = compare(options)
+    return lambda item, view: check(view.age(item, unit, among, include_self))
+
+
+def _in_tail(value, ctx, path):
+    return lambda item, view: view.in_tail(item) is value
+
+
+def _is_error(value, ctx, path):
+    return lambda item, view: view.is_error(item) is value
+
+
+def _has_tool_calls(value, ctx, path):
+    return lambda item, view: bool(item.call_ids) is value
+
+
+def _orphan(value, ctx, path):
+    return lambda item, view: item.orphan is value
+
+
+def _dangling(value, ctx, path):
+    return lambda item, view: item.dangling is value
+
+
+def _compacted(value, ctx, path):
+    def compacted(item: Item, view: View) -> bool:
+        patterns = view.ruleset.compacted_patterns
+        if item.kind == "assistant":
+            texts = view.fmt.text_blocks(view.messages[item.msg_index])
+            hit = any(p.fullmatch(t) for t in texts for p in patterns)
+        else:
+            hit = any(p.fullmatch(item.text) for p in patterns)
+        return hit is value
+
+    return compacted
+
+
+def _text(options, ctx, path):
+    flags = "i" if options.get("ignore_case") else ""
+    checks: list[Callable[[str], bool]] = []
+    fold = str.lower if flags else (lambda s: s)
+    if "contains" in options:
+        needles = [fold(n) for n in _as_list(options["contains"])]
+        checks.append(lambda t: any(n in fold(t) for n in needles))
+    if "startswith" in options:
+        prefixes = tuple(fold(n) for n in _as_list(options["startswith"]))
+        checks.append(lambda t: fold(t).startswith(prefixes))
+    if "endswith" in options:
+        suffixes = tuple(fold(n) for n in _as_list(options["endswith"]))
+        checks.append(lambda t: fold(t).endswith(suffixes))
+    if "regex" in options:
+        regex = ctx.regex(options["regex"], f"{path}.regex", ignore_case=bool(flags))
+        if regex is not None:
+            checks.append(lambda t: regex.search(t) is not None)
+    if "empty" in options:
+        empty = options["empty"]
+        checks.append(lambda t: (not t.strip()) is empty)
+    return lambda item, view: all(c(item.text) for c in checks)
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _where(expression, ctx, path):
+    compiled = ctx.jmespath(expression, path)
+    if compiled is None:
+        return lambda item, view: False
+
+    def where(item: Item, view: View) -> bool:
+        return bool(compiled.search(view.jmespath_root(item)))
+
+    return where
+
+
+BUILTIN_MATCHERS: dict[str, MatcherKind] = {
+    k.name: k
+    for k in [
+        MatcherKind("all", _all, "Every listed matcher holds."),
+        MatcherKind("any", _any, "At least one listed matcher holds."),
+        MatcherKind("not", _not, "The matcher does not hold."),
+        MatcherKind("role", _role, "The item's role: tool (a tool result) or assistant (an assistant turn)."),
+        MatcherKind("tool", _tool, "Tool name: exact, glob or a list; an assistant turn matches if any call does."),
+        MatcherKind("compactable", _compactable, "The tool's declared compact metadata."),
+        MatcherKind("size", _size, "Size of the item's text in chars, bytes or estimated tokens."),
+        MatcherKind("age", _age, "How many units are newer than the item."),
+        MatcherKind("in_tail", _in_tail, "The item is at or after the last user turn."),
+        MatcherKind("is_error", _is_error, "The result is an error (flag or error_when)."),
+        MatcherKind("has_tool_calls", _has_tool_calls, "The assistant turn calls tools."),
+        MatcherKind("orphan", _orphan, "The result answers no known call."),
+        MatcherKind("dangling", _dangling, "The assistant turn has a call with no result."),
+        MatcherKind("compacted", _compacted, "The content already is a placeholder or marker of this rule set."),
+        MatcherKind("text", _text, "Tests on the item's text."),
+        MatcherKind("where", _where, "A JMESPath expression over {item, message, call, args}."),
+    ]
+}

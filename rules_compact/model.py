@@ -1,0 +1,126 @@
+"""Typed, frozen objects that a rule file becomes after loading."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Callable
+
+from .estimators import Estimator
+from .templates import Template
+
+if TYPE_CHECKING:
+    from .actions import Action
+    from .view import Predicate
+
+__all__ = ["ToolSpec", "ToolTable", "Trigger", "Budget", "Rule", "RuleSet"]
+
+GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Compaction metadata of a tool name or glob, and who declared it."""
+
+    pattern: str
+    compact: bool
+    placeholder: Template | None = None
+    source: str = ""
+    summarize: Callable | None = field(default=None, compare=False)
+
+    @property
+    def is_glob(self) -> bool:
+        return any(c in GLOB_CHARS for c in self.pattern)
+
+
+@dataclass(frozen=True)
+class ToolTable:
+    """Tool metadata lookup: an exact name beats a glob; the first matching glob wins."""
+
+    exact: dict[str, ToolSpec] = field(default_factory=dict)
+    globs: tuple[ToolSpec, ...] = ()
+    undeclared: str = "compact"  # "compact" | "keep"
+
+    def lookup(self, name: str | None) -> ToolSpec | None:
+        if name is None:
+            return None
+        spec = self.exact.get(name)
+        if spec is None:
+            spec = next((g for g in self.globs if fnmatchcase(name, g.pattern)), None)
+        return spec
+
+    def compactable(self, name: str | None) -> bool:
+        spec = self.lookup(name)
+        return spec.compact if spec is not None else self.undeclared == "compact"
+
+    @classmethod
+    def of(cls, specs: list[ToolSpec], undeclared: str = "compact") -> ToolTable:
+        exact = {s.pattern: s for s in specs if not s.is_glob}
+        return cls(exact, tuple(s for s in specs if s.is_glob), undeclared)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When a pass runs: always (both None), or when a count exceeds its threshold."""
+
+    tokens_over: int | None = None
+    tool_results_over: int | None = None
+
+    def describe(self) -> str:
+        if self.tokens_over is not None:
+            return f"tokens > {self.tokens_over}"
+        if self.tool_results_over is not None:
+            return f"tool results > {self.tool_results_over}"
+        return "always"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Budget conditions, applied oldest item first."""
+
+    min_cleared_tokens: int | None = None  # minimum gate: all or nothing
+    stop_at_tokens: int | None = None  # stop once the total is at or under this
+    stop_after_cleared_tokens: int | None = None  # stop once this many were cleared
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``match`` decides whether the rule applies; ``actions`` run in order."""
+
+    name: str
+    matcher: Predicate
+    actions: tuple[Action, ...]
+    source: str
+    matches_errors: bool  # the matcher asks for ``is_error: true`` explicitly
+    line: int = 0
+
+    @property
+    def action_names(self) -> str:
+        return "+".join(a.name for a in self.actions)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A compiled rule file: one pass of the engine."""
+
+    name: str
+    version: int
+    description: str
+    enabled: bool
+    trigger: Trigger
+    budget: Budget
+    estimator_name: str
+    estimator: Estimator
+    placeholder: Template
+    over_budget_tokens: int | None
+    tools: ToolTable
+    error_when: Predicate | None
+    rules: tuple[Rule, ...]
+    compacted_patterns: tuple[re.Pattern, ...]
+    source: str
+
+    @property
+    def idempotent(self) -> bool:
+        """False when a pass-relative budget ("stop after N cleared") is set."""
+        return self.budget.stop_after_cleared_tokens is None

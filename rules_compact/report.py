@@ -1,0 +1,119 @@
+"""What a compaction decided: per item, per pass, and in total."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["Decision", "PassReport", "Report"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The rule that decided one item, and what its actions did."""
+
+    item: int
+    message: int
+    block: int | None
+    role: str
+    tool: str | None
+    tool_call_id: str | None
+    chars: int
+    tokens_before: int
+    tokens_after: int
+    age: int  # tool results newer than this item
+    rule: str | None
+    source: str | None
+    action: str
+    changed: bool
+    error: bool = False
+    orphan: bool = False
+    note: str | None = None
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+
+@dataclass(frozen=True)
+class PassReport:
+    """One rule file's pass over the conversation."""
+
+    ruleset: str
+    source: str
+    ran: bool
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    chars_before: int
+    chars_after: int
+    decisions: tuple[Decision, ...] = ()
+    gate: str | None = None
+    orphans: tuple[int, ...] = ()
+    dangling: tuple[str, ...] = ()
+    over_budget_tokens: int | None = None
+    idempotent: bool = True
+
+    @property
+    def changed(self) -> int:
+        return sum(1 for d in self.decisions if d.changed)
+
+    @property
+    def over_budget(self) -> bool:
+        return self.over_budget_tokens is not None and self.tokens_after > self.over_budget_tokens
+
+    def saved_by_rule(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for d in self.decisions:
+            if d.changed and d.rule:
+                out[d.rule] = out.get(d.rule, 0) + d.saved
+        return out
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every pass, with totals across them."""
+
+    format: str
+    passes: tuple[PassReport, ...] = field(default_factory=tuple)
+
+    @property
+    def items_changed(self) -> int:
+        return sum(p.changed for p in self.passes)
+
+    @property
+    def tokens_before(self) -> int:
+        return self.passes[0].tokens_before if self.passes else 0
+
+    @property
+    def tokens_after(self) -> int:
+        return self.passes[-1].tokens_after if self.passes else 0
+
+    @property
+    def chars_before(self) -> int:
+        return self.passes[0].chars_before if self.passes else 0
+
+    @property
+    def chars_after(self) -> int:
+        return self.passes[-1].chars_after if self.passes else 0
+
+    @property
+    def over_budget(self) -> bool:
+        return any(p.over_budget for p in self.passes)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form, as written by ``apply --report``."""
+        return {
+            "format": self.format,
+            "items_changed": self.items_changed,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+            "over_budget": self.over_budget,
+            "passes": [
+                {**{k: v for k, v in asdict(p).items() if k != "decisions"},
+                 "changed": p.changed, "over_budget": p.over_budget, "saved_by_rule": p.saved_by_rule(),
+                 "decisions": [{**asdict(d), "saved": d.saved} for d in p.decisions]}
+                for p in self.passes
+            ],
+        }

@@ -1,0 +1,70 @@
+"""Placeholder and marker templates: ``{variable}`` fields, checked at load time."""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Template", "TemplateError", "RESULT_VARIABLES"]
+
+RESULT_VARIABLES = ("tool_name", "tool_call_id", "chars", "bytes", "tokens", "lines")
+SAMPLE = {"tool_name": "Read", "tool_call_id": "call_1", "chars": 1, "bytes": 1, "tokens": 1, "lines": 1,
+          "omitted": 1, "summary": "s"}
+
+
+class TemplateError(ValueError):
+    """A template names an unknown variable or is malformed."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """A ``str.format`` template and the regex that recognises its output."""
+
+    text: str
+    variables: tuple[str, ...]
+    pattern: re.Pattern
+
+    @classmethod
+    def compile(cls, text: str, allowed: tuple[str, ...]) -> Template:
+        regex, names = [], []
+        try:
+            parsed = list(string.Formatter().parse(text))
+        except ValueError as exc:
+            raise TemplateError(f"malformed template {text!r}: {exc}; write literal braces as {{{{ and }}}}") from None
+        for literal, field, spec, conversion in parsed:
+            regex.append(re.escape(literal))
+            if field is None:
+                continue
+            if field not in allowed:
+                raise TemplateError(f"unknown template variable {{{field}}} in {text!r}; allowed: "
+                                    + ", ".join(f"{{{a}}}" for a in allowed))
+            if conversion:
+                raise TemplateError(f"conversion !{conversion} is not supported in {text!r}")
+            names.append(field)
+            regex.append(".*?")
+        template = cls(text, tuple(names), re.compile("".join(regex), re.DOTALL))
+        try:
+            template.render(SAMPLE)
+        except (ValueError, TypeError) as exc:
+            raise TemplateError(f"bad format spec in {text!r}: {exc}") from None
+        return template
+
+    def render(self, values: dict[str, Any]) -> str:
+        return self.text.format_map(values)
+
+    def recognises(self, text: str) -> bool:
+        return self.pattern.fullmatch(text) is not None
+
+
+def result_variables(text: str, tool_name: str | None, tool_call_id: str | None, tokens: int) -> dict[str, Any]:
+    """The variables a placeholder can use, measured on the text it replaces."""
+    return {
+        "tool_name": tool_name or "unknown",
+        "tool_call_id": tool_call_id or "",
+        "chars": len(text),
+        "bytes": len(text.encode("utf-8")),
+        "tokens": tokens,
+        "lines": len(text.splitlines()),
+    }

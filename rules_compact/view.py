@@ -1,0 +1,177 @@
+"""A read-only analysis of one message list, shared by all matchers of one pass."""
+
+from __future__ import annotations
+
+import json
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, Callable
+
+from .formats import Format, Item
+
+if TYPE_CHECKING:
+    from .model import RuleSet
+
+Predicate = Callable[[Item, "View"], bool]
+
+
+class View:
+    """Items, spans, user turns, token estimates and memoised ages of a message list."""
+
+    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet):
+        self.messages = messages
+        self.fmt = fmt
+        self.ruleset = ruleset
+        self.estimate = ruleset.estimator
+        scan = fmt.scan(messages)
+        self.items = scan.items
+        self.user_turns = scan.user_turns
+        self.span_starts = scan.span_starts
+        self.last_assistant = scan.last_assistant
+        self._ages: dict[tuple, list[int]] = {}
+        self._item_tokens: dict[int, int] = {}
+        self._message_tokens: list[int] | None = None
+        self._errors: dict[int, bool] = {}
+        self._roots: dict[int, dict] = {}
+
+    # -- sizes -------------------------------------------------------------
+    def tokens_of_message(self, msg: Any) -> int:
+        return sum(self.estimate(piece) for piece in self.fmt.message_pieces(msg) if piece)
+
+    @property
+    def message_tokens(self) -> list[int]:
+        if self._message_tokens is None:
+            self._message_tokens = [self.tokens_of_message(m) for m in self.messages]
+        return self._message_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.message_tokens)
+
+    def item_tokens(self, item: Item) -> int:
+        tokens = self._item_tokens.get(item.index)
+        if tokens is None:
+            if item.kind == "assistant":
+                tokens = self.message_tokens[item.msg_index]
+            else:
+                tokens = self.estimate(item.text) if item.text else 0
+            self._item_tokens[item.index] = tokens
+        return tokens
+
+    @property
+    def tool_results(self) -> int:
+        return sum(1 for it in self.items if it.kind == "tool_result")
+
+    # -- facts about items ---------------------------------------------------
+    def is_error(self, item: Item) -> bool:
+        """The format's error flag, or the rule set's ``error_when`` matcher."""
+        if item.kind != "tool_result":
+            return False
+        cached = self._errors.get(item.index)
+        if cached is None:
+            error_when = self.ruleset.error_when
+            cached = item.is_error or (error_when is not None and error_when(item, self))
+            self._errors[item.index] = cached
+        return cached
+
+    def tool_spec(self, name: str | None):
+        return self.ruleset.tools.lookup(name)
+
+    def in_tail(self, item: Item) -> bool:
+        return bool(self.user_turns) and item.msg_index >= self.user_turns[-1]
+
+    def jmespath_root(self, item: Item) -> dict:
+        """The document a ``where`` expression sees: ``{item, message, call, args}``."""
+        root = self._roots.get(item.index)
+        if root is None:
+            root = {
+                "item": {
+                    "kind": item.kind, "role": item.role, "index": item.index,
+                    "message_index": item.msg_index, "tool_name": item.tool_name,
+                    "tool_call_id": item.tool_call_id, "tool_names": list(item.call_names),
+                    "text": item.text, "chars": len(item.text), "tokens": self.item_tokens(item),
+                    "is_error": self.is_error(item), "orphan": item.orphan,
+                },
+                "message": self.messages[item.msg_index],
+                "call": item.call,
+                "args": decode_args(item.call),
+            }
+            self._roots[item.index] = root
+        return root
+
+    # -- ages ----------------------------------------------------------------
+    def age(self, item: Item, unit: str, among: Predicate | None, include_self: bool) -> int:
+        key = (unit, among, include_self)
+        ages = self._ages.get(key)
+        if ages is None:
+            ages = self._ages[key] = self._compute_ages(unit, among, include_self)
+        return ages[item.index]
+
+    def _compute_ages(self, unit: str, among: Predicate | None, include_self: bool) -> list[int]:
+        items = self.items
+        counted = [among is None or among(it, self) for it in items]
+        if unit == "messages":
+            last = len(self.messages) - 1
+            return [last - it.msg_index + (1 if include_self else 0) for it in items]
+        if unit == "user_turns":
+            per_message = _suffix_after(len(self.messages), self.user_turns)
+            return [per_message[it.msg_index] for it in items]
+        if unit == "tool_results":
+            weights = [1 if c and it.kind == "tool_result" else 0 for it, c in zip(items, counted)]
+            return _ages_by_item(weights, include_self)
+        if unit == "tokens":
+            if among is None:
+                after = _suffix_sums(self.message_tokens)
+                return [after[it.msg_index + 1] + (self.item_tokens(it) if include_self else 0) for it in items]
+            weights = [self.item_tokens(it) if c else 0 for it, c in zip(items, counted)]
+            return _ages_by_item(weights, include_self)
+        if unit == "spans":
+            span_counted = [False] * len(self.span_starts)
+            for it, c in zip(items, counted):
+                if c and it.span is not None:
+                    span_counted[it.span] = True
+            starts = [s for s, c in zip(self.span_starts, span_counted) if c]
+            after = _suffix_after(len(self.messages), starts)
+            ages = []
+            for it in items:
+                anchor = self.span_starts[it.span] if it.span is not None else it.msg_index
+                own = 1 if include_self and it.span is not None and span_counted[it.span] else 0
+                ages.append(after[anchor] + own)
+            return ages
+        raise ValueError(f"unknown age unit {unit!r}")
+
+
+def _suffix_sums(values: list[int]) -> list[int]:
+    """``out[i]`` is the sum of ``values[i:]``; ``out[len]`` is 0."""
+    out = list(accumulate(reversed(values), initial=0))
+    out.reverse()
+    return out
+
+
+def _suffix_after(length: int, positions: tuple[int, ...] | list[int]) -> list[int]:
+    """``out[i]`` is how many of ``positions`` are strictly greater than ``i``."""
+    marks = [0] * (length + 1)
+    for p in positions:
+        marks[p] += 1
+    after = _suffix_sums(marks)
+    return [after[i + 1] for i in range(length)]
+
+
+def _ages_by_item(weights: list[int], include_self: bool) -> list[int]:
+    after = _suffix_sums(weights)
+    return [after[i + 1] + (weights[i] if include_self else 0) for i in range(len(weights))]
+
+
+def decode_args(call: dict | None) -> Any:
+    """A call's arguments as JSON data, or None if they do not decode."""
+    if not isinstance(call, dict):
+        return None
+    if "input" in call:
+        return call["input"]
+    fn = call.get("function")
+    raw = fn.get("arguments") if isinstance(fn, dict) else None
+    if not isinstance(raw, str):
+        return raw if isinstance(raw, dict) else None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None

@@ -1,0 +1,130 @@
+"""Safe YAML loading that keeps every node's position and rejects duplicate keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .errors import Problem
+
+__all__ = ["load_yaml", "join_path", "locate", "Marks"]
+
+MAX_NODES = 100_000
+MAP_TAG = "tag:yaml.org,2002:map"
+SEQ_TAG = "tag:yaml.org,2002:seq"
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+Marks = dict[str, tuple[int, int]]
+
+
+def join_path(path: str, key: Any) -> str:
+    """``rules[0].match`` style paths, as shown in error messages."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    key = str(key)
+    if key.replace("_", "").replace("-", "").isalnum():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
+
+
+def locate(marks: Marks, path: str) -> tuple[int, int]:
+    """Line and column of ``path``, or of its nearest ancestor that has a mark."""
+    while path and path not in marks:
+        cut = max(path.rfind("."), path.rfind("["))
+        path = path[:cut] if cut > 0 else ""
+    return marks.get(path, (1, 1))
+
+
+class _Builder:
+    def __init__(self, loader: yaml.SafeLoader, file: str):
+        self.loader = loader
+        self.file = file
+        self.marks: Marks = {}
+        self.key_marks: Marks = {}
+        self.problems: list[Problem] = []
+        self.nodes = 0
+
+    def problem(self, node: yaml.Node, message: str, path: str) -> None:
+        mark = node.start_mark
+        self.problems.append(Problem(self.file, mark.line + 1, mark.column + 1, message, path))
+
+    def build(self, node: yaml.Node, path: str) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _TooBig
+        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != MAP_TAG:
+                self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
+                return None
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != SEQ_TAG:
+                self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
+                return None
+            return [self.build(child, join_path(path, i)) for i, child in enumerate(node.value)]
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self.problem(node, _yaml_message(exc), path)
+            return None
+
+    def _mapping(self, node: yaml.MappingNode, path: str) -> dict:
+        out: dict = {}
+        seen: dict[Any, int] = {}
+        merged: list[yaml.MappingNode] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == MERGE_TAG:
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                merged.extend(s for s in sources if isinstance(s, yaml.MappingNode))
+                continue
+            key = self.build(key_node, path + ".<key>")
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                self.problem(key_node, "mapping keys must be plain scalars", path)
+                continue
+            if key in seen:
+                self.problem(key_node, f"duplicate key {key!r} (first defined on line {seen[key]})",
+                             join_path(path, key))
+                continue
+            seen[key] = key_node.start_mark.line + 1
+            child = join_path(path, key)
+            self.key_marks[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            out[key] = self.build(value_node, child)
+        for source in merged:
+            for key, value in self._mapping(source, path).items():
+                out.setdefault(key, value)
+        return out
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+    text = "; ".join(p for p in parts if p) or str(exc)
+    if "found character '\\t'" in text:
+        text += " (YAML does not allow tabs for indentation)"
+    return f"YAML error: {text}"
+
+
+def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
+    """Parse one YAML document safely: ``(data, value marks, key marks, problems)``."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}, {}, []
+        builder = _Builder(loader, file)
+        data = builder.build(node, "")
+        return data, builder.marks, builder.key_marks, builder.problems
+    except _TooBig:
+        return None, {}, {}, [Problem(file, 1, 1, f"the document expands to more than {MAX_NODES} nodes "
+                                                  "(too many aliases?)")]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return None, {}, {}, [Problem(file, line, col, _yaml_message(exc))]
+    finally:
+        loader.dispose()
