@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["Action", "ActionKind", "Editor", "BUILTIN_ACTIONS"]
 
 DEFAULT_TRUNCATE_MARKER = "\n[... {omitted} chars omitted ...]\n"
+DEFAULT_SUMMARY = "[Previous: used {tool_name}: {summary}]"
 
 
 class Editor(Protocol):
@@ -53,8 +54,11 @@ def _keep(options, ctx, path) -> Action:
 
 
 def _placeholder(options, ctx, path) -> Action:
-    text = options if isinstance(options, str) else (options or {}).get("text")
-    explicit = ctx.template(text, f"{path}.text" if isinstance(options, dict) else path) if text else None
+    text_path = path if isinstance(options, str) else f"{path}.text"
+    options = {"text": options} if isinstance(options, str) else (options or {})
+    explicit = ctx.template(options["text"], text_path) if options.get("text") else None
+    summary = ctx.template(options.get("summary_text", DEFAULT_SUMMARY), f"{path}.summary_text",
+                           extra=("summary",)) if options.get("summary") else None
 
     def placeholder(item: Item, ed: Editor) -> str | None:
         if item.kind != "tool_result":
@@ -62,16 +66,32 @@ def _placeholder(options, ctx, path) -> Action:
         spec = ed.view.tool_spec(item.tool_name)
         template = explicit or (spec.placeholder if spec and spec.placeholder else ed.view.ruleset.placeholder)
         current = ed.result_text(item)
-        if template.recognises(current):
-            return None
         values = result_variables(current, item.tool_name, item.tool_call_id, ed.view.estimate(current))
+        if template.recognises(current, values) or (summary is not None and summary.recognises(current, values)):
+            return None
+        note = None
+        if summary is not None and spec is not None and spec.summarize is not None:
+            try:
+                values["summary"] = _summarize(spec, current, item.call)
+                template = summary
+            except Exception as exc:  # a plugin's summarizer must never break compaction
+                note = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
         ed.set_result_text(item, template.render(values))
-        return None
+        return note
 
-    return Action("placeholder", placeholder, (explicit,) if explicit else ())
+    templates = tuple(t for t in (explicit, summary) if t is not None)
+    return Action("placeholder", placeholder, templates)
+
+
+def _summarize(spec, content: str, call: dict | None) -> str:
+    result = spec.summarize(content, call)
+    if not isinstance(result, str):
+        raise TypeError(f"returned {type(result).__name__}, not str")
+    return result
 
 
 def _truncate(options, ctx, path) -> Action:
+    options = options or {}
     head, tail = options.get("head", 0), options.get("tail", 0)
     marker = ctx.template(options.get("marker", DEFAULT_TRUNCATE_MARKER), f"{path}.marker",
                           extra=("omitted",))

@@ -13,13 +13,21 @@ from .documents import dump_json, read_document, write_atomic
 from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
+from .formats import detect_format
 from .loader import check_rules, load_rules
+from .plugins import PluginError, extended_schema, registry
+from .resources import rule_schema
 from .report import PassReport, Report
 
 PROG = "rules-compact"
 
 
 def _rules(args) -> list:
+    reg = registry()
+    for failure in reg.failures:
+        if getattr(args, "strict", False):
+            raise PluginError(f"{failure} (--strict)")
+        print(f"{PROG}: warning: {failure}; skipped", file=sys.stderr)
     return [load_rules(r) for r in (args.rules or ["default"])]
 
 
@@ -37,6 +45,8 @@ def cmd_apply(args) -> int:
         args.output = args.input
     elif args.output and args.input != "-" and _same_file(args.output, args.input):
         raise InputError(f"{args.output}: OUTPUT is the INPUT file; pass --in-place to overwrite it")
+    if args.report and args.input != "-" and _same_file(args.report, args.input):
+        raise InputError(f"{args.report}: REPORT is the INPUT file")
     rulesets = _rules(args)
     doc = read_document(args.input)
     result = compact(doc.messages, rulesets, format=args.format)
@@ -87,11 +97,7 @@ def explain_pass(p: PassReport) -> list[str]:
          str(d.saved), d.note or "")
         for d in p.decisions
     ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    right = {0, 1, 4, 5, 8}
-    for row in rows:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
+    lines.append(_table(rows, right={0, 1, 4, 5, 8}))
     lines.append(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
                  f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
                  + (f"; minimum gate {p.gate}" if p.gate else ""))
@@ -118,9 +124,62 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_schema(args) -> int:
+    print(json.dumps(extended_schema(rule_schema(), registry()), indent=2))
+    return 0
+
+
+def _declared(ruleset, name: str | None) -> str:
+    spec = ruleset.tools.lookup(name)
+    if spec is None:
+        return f"undeclared ({ruleset.tools.undeclared})"
+    return f"compact: {str(spec.compact).lower()} ({spec.source})"
+
+
+def cmd_tools(args) -> int:
+    ruleset = _rules(args)[-1]
+    table = ruleset.tools
+    specs = sorted(list(table.exact.values()) + list(table.globs), key=lambda s: (s.is_glob, s.pattern))
+    rows = [("tool", "compact", "placeholder", "summarizer", "declared by")] + [
+        (s.pattern, str(s.compact).lower(), s.placeholder.text if s.placeholder else "-",
+         "yes" if s.summarize else "-", s.source) for s in specs]
+    print(_table(rows) if specs else "no tools declared")
+    print(f"undeclared tools: {table.undeclared}")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    ruleset = _rules(args)[-1]
+    doc = read_document(args.input)
+    fmt = FORMATS[args.format or detect_format(doc.messages)]
+    stats: dict[str, list[int]] = {}
+    for item in fmt.scan(doc.messages).items:
+        names = item.call_names if item.kind == "assistant" else (item.tool_name or "(orphan)",)
+        for name in names:
+            row = stats.setdefault(name, [0, 0, 0, 0])
+            if item.kind == "assistant":
+                row[0] += 1
+            else:
+                row[1] += 1
+                row[2] += len(item.text)
+                row[3] = max(row[3], len(item.text))
+    order = sorted(stats.items(), key=lambda kv: (ruleset.tools.lookup(kv[0]) is not None, -kv[1][2], kv[0]))
+    rows = [("tool", "calls", "results", "total chars", "largest", "declared")] + [
+        (name, str(c), str(r), f"{t:,}", f"{m:,}", _declared(ruleset, name)) for name, (c, r, t, m) in order]
+    print(_table(rows, right={1, 2, 3, 4}))
+    return 0
+
+
+def _table(rows, right=frozenset()) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(w) if i in right else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--strict", action="store_true", help="a plugin that fails to load is an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def rules_option(p):
@@ -145,6 +204,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", metavar="INPUT")
     rules_option(p)
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("tools", help="list every known tool, its metadata and who declared it")
+    rules_option(p)
+    p.set_defaults(func=cmd_tools)
+
+    p = sub.add_parser("audit", help="the tools seen in a conversation, largest undeclared first")
+    p.add_argument("input", metavar="INPUT")
+    rules_option(p)
+    p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("schema", help="print the rule-file JSON Schema, extended by plugins")
+    p.set_defaults(func=cmd_schema)
     return parser
 
 

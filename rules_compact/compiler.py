@@ -8,10 +8,10 @@ from typing import Any
 import jmespath
 import jmespath.exceptions
 
-from .actions import BUILTIN_ACTIONS, Action, ActionKind
+from .actions import Action, ActionKind
 from .errors import Problem
 from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator
-from .matchers import BUILTIN_MATCHERS, MatcherKind
+from .matchers import MatcherKind
 from .model import Budget, Rule, RuleSet, ToolSpec, ToolTable, Trigger
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .view import Predicate
@@ -107,11 +107,12 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         ctx.problem("defaults.estimator", f"unknown estimator {estimator_name!r}; allowed: "
                     + ", ".join(sorted(ctx.estimators)))
     error_when = ctx.matcher(data["error_when"], "error_when") if "error_when" in data else None
-    specs = list(plugin_tools)
+    specs = []
     for name, meta in data.get("tools", {}).items():
         path = join_path("tools", name)
         tool_placeholder = ctx.template(meta["placeholder"], f"{path}.placeholder") if "placeholder" in meta else None
         specs.append(ToolSpec(str(name), meta["compact"], tool_placeholder, source))
+    specs += plugin_tools
     rules = []
     for i, raw in enumerate(data.get("rules", [])):
         path = f"rules[{i}]"
@@ -143,5 +144,17 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
     )
 
 
-def builtin_context(file: str, marks: Marks) -> CompileContext:
-    return CompileContext(file, marks, dict(BUILTIN_MATCHERS), dict(BUILTIN_ACTIONS), dict(ESTIMATORS))
+def registry_context(file: str, marks: Marks, reg) -> CompileContext:
+    """A context with every matcher, action and estimator the plugin registry knows."""
+    return CompileContext(file, marks, reg.matchers, reg.actions, reg.estimators)
+
+
+def settle_conflicts(ctx: CompileContext, data: dict, conflicts) -> None:
+    """Plugins that disagree about a tool are an error unless the rule file decides."""
+    declared = data.get("tools", {})
+    for first, second in conflicts:
+        if first.pattern not in declared:
+            ctx.problem("tools" if "tools" in data else "", (
+                f"tool {first.pattern!r} is declared differently by plugin {first.source} "
+                f"(compact: {str(first.compact).lower()}) and plugin {second.source} "
+                f"(compact: {str(second.compact).lower()}); settle it in this file's tools: section"))

@@ -58,6 +58,8 @@ def parse_document(raw: bytes, name: str) -> Document:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{name}: JSON nests too deeply") from None
     if isinstance(data, dict):
         messages = data.get("messages")
         if not isinstance(messages, list):

@@ -9,9 +9,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from .compiler import builtin_context, compile_ruleset
+from .compiler import compile_ruleset, registry_context, settle_conflicts
 from .errors import ConfigError, InputError, Problem
 from .model import RuleSet
+from .plugins import extended_schema, registry
 from .resources import bundled_rules, preset_names, rule_schema
 from .yamlsource import Marks, join_path, load_yaml, locate
 
@@ -61,11 +62,13 @@ def parse_rules(text: str, file: str = "<string>") -> RuleSet:
         raise ConfigError([Problem(file, 1, 1, "empty rule file; expected a mapping with version, name and rules")])
     if not isinstance(data, dict):
         raise ConfigError([Problem(file, 1, 1, f"a rule file must be a mapping, got {_kind(data)}")])
-    problems = schema_problems(data, file, marks, key_marks)
+    reg = registry()
+    problems = schema_problems(data, file, marks, key_marks, extended_schema(rule_schema(), reg))
     if problems:
         raise ConfigError(problems)
-    ctx = builtin_context(file, marks)
-    ruleset = compile_ruleset(data, ctx, file)
+    ctx = registry_context(file, marks, reg)
+    settle_conflicts(ctx, data, reg.conflicts)
+    ruleset = compile_ruleset(data, ctx, file, reg.tools)
     if ctx.problems:
         raise ConfigError(ctx.problems)
     return ruleset
@@ -88,8 +91,10 @@ def _kind(value: Any) -> str:
 def _pick(error: ValidationError) -> ValidationError:
     """Descend into anyOf/oneOf to the branch error that says most."""
     while error.context:
-        pool = [e for e in error.context if e.validator != "type"] or list(error.context)
-        error = max(pool, key=lambda e: len(e.absolute_path))
+        depth = len(error.absolute_path)
+        pool = [e for e in error.context
+                if not (e.validator in ("type", "enum", "const") and len(e.absolute_path) == depth)]
+        error = max(pool or error.context, key=lambda e: len(e.absolute_path))
     return error
 
 
@@ -101,9 +106,6 @@ def _describe(error: ValidationError) -> tuple[str, str | None]:
         extra = sorted(str(k) for k in inst if k not in allowed)
         key = extra[0] if extra else None
         return f"unknown key {key!r}; allowed: {', '.join(allowed)}", key
-    if kind == "required":
-        missing = [k for k in error.validator_value if k not in inst]
-        return f"missing required key {missing[0]!r}", None
     if kind == "enum":
         return f"{inst!r} is not allowed; expected one of: {', '.join(map(str, error.validator_value))}", None
     if kind == "const":
@@ -134,6 +136,11 @@ def schema_problems(data: Any, file: str, marks: Marks, key_marks: Marks, schema
         path = ""
         for part in error.absolute_path:
             path = join_path(path, part)
+        if error.validator == "required":
+            line, col = locate(marks, path)
+            problems.update(Problem(file, line, col, f"missing required key {k!r}", path)
+                            for k in error.validator_value if k not in error.instance)
+            continue
         message, key = _describe(error)
         if key is not None:
             path = join_path(path, key)

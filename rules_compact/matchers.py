@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Callable
 
+import jmespath.exceptions
+
 from .formats import Item
 
 if TYPE_CHECKING:
@@ -84,7 +86,7 @@ def _compactable(value, ctx, path):
 SIZE_UNITS = {
     "chars": lambda item, view: len(item.text),
     "bytes": lambda item, view: len(item.text.encode("utf-8")),
-    "tokens": lambda item, view: view.item_tokens(item),
+    "tokens": lambda item, view: view.estimate(item.text) if item.text else 0,
 }
 
 
@@ -170,7 +172,10 @@ def _where(expression, ctx, path):
         return lambda item, view: False
 
     def where(item: Item, view: View) -> bool:
-        return bool(compiled.search(view.jmespath_root(item)))
+        try:
+            return bool(compiled.search(view.jmespath_root(item)))
+        except jmespath.exceptions.JMESPathError:  # e.g. a function given null: no match
+            return False
 
     return where
 

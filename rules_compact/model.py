@@ -56,8 +56,12 @@ class ToolTable:
 
     @classmethod
     def of(cls, specs: list[ToolSpec], undeclared: str = "compact") -> ToolTable:
-        exact = {s.pattern: s for s in specs if not s.is_glob}
-        return cls(exact, tuple(s for s in specs if s.is_glob), undeclared)
+        """Earlier specs win: pass the rule file's before the plugins'."""
+        first: dict[str, ToolSpec] = {}
+        for spec in specs:
+            first.setdefault(spec.pattern, spec)
+        exact = {p: s for p, s in first.items() if not s.is_glob}
+        return cls(exact, tuple(s for s in first.values() if s.is_glob), undeclared)
 
 
 @dataclass(frozen=True)

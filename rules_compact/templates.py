@@ -54,8 +54,19 @@ class Template:
     def render(self, values: dict[str, Any]) -> str:
         return self.text.format_map(values)
 
-    def recognises(self, text: str) -> bool:
-        return self.pattern.fullmatch(text) is not None
+    def recognises(self, text: str, values: dict[str, Any]) -> bool:
+        """Whether ``text`` is this template's output for an item with these ``values``:
+        the same ``tool_name`` and ``tool_call_id``, any sizes."""
+        regex = []
+        for literal, field, _, _ in string.Formatter().parse(self.text):
+            regex.append(re.escape(literal))
+            if field in ("tool_name", "tool_call_id"):
+                regex.append(re.escape(str(values[field])))
+            elif field in ("chars", "bytes", "tokens", "lines", "omitted"):
+                regex.append(r"[0-9,._ ]*")
+            elif field is not None:
+                regex.append(".*?")
+        return re.fullmatch("".join(regex), text, re.DOTALL) is not None
 
 
 def result_variables(text: str, tool_name: str | None, tool_call_id: str | None, tokens: int) -> dict[str, Any]:

@@ -121,7 +121,9 @@ class View:
         if unit == "tokens":
             if among is None:
                 after = _suffix_sums(self.message_tokens)
-                return [after[it.msg_index + 1] + (self.item_tokens(it) if include_self else 0) for it in items]
+                later_blocks = _later_in_message(items, [self.item_tokens(it) for it in items])
+                return [after[it.msg_index + 1] + later + (self.item_tokens(it) if include_self else 0)
+                        for it, later in zip(items, later_blocks)]
             weights = [self.item_tokens(it) if c else 0 for it, c in zip(items, counted)]
             return _ages_by_item(weights, include_self)
         if unit == "spans":
@@ -154,6 +156,15 @@ def _suffix_after(length: int, positions: tuple[int, ...] | list[int]) -> list[i
         marks[p] += 1
     after = _suffix_sums(marks)
     return [after[i + 1] for i in range(length)]
+
+
+def _later_in_message(items, weights: list[int]) -> list[int]:
+    """For each item, the weight of the items after it in the same message."""
+    out = [0] * len(items)
+    for i in range(len(items) - 2, -1, -1):
+        if items[i + 1].msg_index == items[i].msg_index:
+            out[i] = out[i + 1] + weights[i + 1]
+    return out
 
 
 def _ages_by_item(weights: list[int], include_self: bool) -> list[int]:

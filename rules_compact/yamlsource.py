@@ -11,6 +11,7 @@ from .errors import Problem
 __all__ = ["load_yaml", "join_path", "locate", "Marks"]
 
 MAX_NODES = 100_000
+MAX_DEPTH = 100
 MAP_TAG = "tag:yaml.org,2002:map"
 SEQ_TAG = "tag:yaml.org,2002:seq"
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -49,28 +50,30 @@ class _Builder:
         mark = node.start_mark
         self.problems.append(Problem(self.file, mark.line + 1, mark.column + 1, message, path))
 
-    def build(self, node: yaml.Node, path: str) -> Any:
+    def build(self, node: yaml.Node, path: str, depth: int = 0) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise _TooBig
+            raise _TooBig(f"the document expands to more than {MAX_NODES} nodes (too many aliases?)")
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"the document nests deeper than {MAX_DEPTH} levels", node)
         self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.MappingNode):
             if node.tag != MAP_TAG:
                 self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
                 return None
-            return self._mapping(node, path)
+            return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             if node.tag != SEQ_TAG:
                 self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
                 return None
-            return [self.build(child, join_path(path, i)) for i, child in enumerate(node.value)]
+            return [self.build(child, join_path(path, i), depth + 1) for i, child in enumerate(node.value)]
         try:
             return self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             self.problem(node, _yaml_message(exc), path)
             return None
 
-    def _mapping(self, node: yaml.MappingNode, path: str) -> dict:
+    def _mapping(self, node: yaml.MappingNode, path: str, depth: int) -> dict:
         out: dict = {}
         seen: dict[Any, int] = {}
         merged: list[yaml.MappingNode] = []
@@ -79,7 +82,7 @@ class _Builder:
                 sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 merged.extend(s for s in sources if isinstance(s, yaml.MappingNode))
                 continue
-            key = self.build(key_node, path + ".<key>")
+            key = self.build(key_node, path + ".<key>", depth + 1)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 self.problem(key_node, "mapping keys must be plain scalars", path)
                 continue
@@ -90,15 +93,17 @@ class _Builder:
             seen[key] = key_node.start_mark.line + 1
             child = join_path(path, key)
             self.key_marks[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = self.build(value_node, child)
+            out[key] = self.build(value_node, child, depth + 1)
         for source in merged:
-            for key, value in self._mapping(source, path).items():
+            for key, value in self._mapping(source, path, depth + 1).items():
                 out.setdefault(key, value)
         return out
 
 
 class _TooBig(Exception):
-    pass
+    def __init__(self, message: str, node: yaml.Node | None = None):
+        super().__init__(message)
+        self.mark = node.start_mark if node is not None else None
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:
@@ -119,9 +124,11 @@ def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
         builder = _Builder(loader, file)
         data = builder.build(node, "")
         return data, builder.marks, builder.key_marks, builder.problems
-    except _TooBig:
-        return None, {}, {}, [Problem(file, 1, 1, f"the document expands to more than {MAX_NODES} nodes "
-                                                  "(too many aliases?)")]
+    except _TooBig as exc:
+        line, col = (exc.mark.line + 1, exc.mark.column + 1) if exc.mark else (1, 1)
+        return None, {}, {}, [Problem(file, line, col, str(exc))]
+    except RecursionError:
+        return None, {}, {}, [Problem(file, 1, 1, "the document nests too deeply")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

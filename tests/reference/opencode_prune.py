@@ -27,9 +27,11 @@ Follows
       }
       if (pruned > PRUNE_MINIMUM) { ...mark every part in toPrune compacted... }
 
-  A compacted part is shown to the model as
-  ``"[Old tool result content cleared]"`` (same file, ``serialize``; and
-  ``message-v2.ts`` ``toModelMessages``).
+  A compacted part is rendered as ``"[Old tool result content cleared]"``
+  (read in the same file, ``serialize``; ``message-v2.ts``
+  ``toModelMessages`` uses the same text according to a third-party parity
+  note, ``okwinds/openagentic-sdk`` ``docs/plans/opencode-parity-v2-06-compaction.md``
+  -- ``message-v2.ts`` itself was not read).
 * ``Token.estimate`` (``packages/opencode/src/util/token.ts``; read in a
   vendored copy ``hyunjinee/hyunjin`` ``opencode/packages/opencode/src/util/token.ts``)::
 

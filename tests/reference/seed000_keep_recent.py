@@ -7,10 +7,15 @@ Follows
   messages, compact only content longer than 800, exempt tools, placeholder
   ``"[Previous: used {tool_name}]"`` with ``"unknown"`` as fallback name.
 * The real Rust code the seed describes: repo ``LingoJack/j``, path
-  ``src/command/chat/compact.rs`` (stored version at commit
-  ``501fa6a527adce03c21bb393051df8e2233d30e2``), plus the author's annotated
-  copy of the same function (the ``ANNOTATED_SOURCE`` document of the seed's
-  doc set), which also lists the two teammate tools.
+  ``src/command/chat/compact.rs``.  The stored version at commit
+  ``501fa6a527adce03c21bb393051df8e2233d30e2`` has the 800 threshold,
+  ``chars().count()`` and 9 exact exempt names; the author's annotated copy of
+  the function from the seed's own doc set (``MICRO_COMPACT_ANNOTATED_SOURCE``,
+  "lines 168-241", same as the seed) is identical except that it adds
+  ``SendMessageTool::NAME`` and ``CreateTeammateTool::NAME`` -- that 11-name
+  version is the one the seed describes and the one implemented here.  (An
+  older stored version, commit ``0ac7587b...``, used ``content.len() > 100``
+  and exempted only ``LoadSkill``.)
 * Tool name constants read from the same repo: ``LoadSkillTool::NAME="LoadSkill"``,
   ``TaskTool::NAME="Task"``, ``TodoWriteTool::NAME="TodoWrite"``,
   ``TodoReadTool::NAME="TodoRead"``, ``EnterPlanModeTool::NAME="EnterPlanMode"``,

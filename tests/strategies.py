@@ -1,0 +1,495 @@
+"""Hypothesis strategies: conversations in both formats, and valid rule files.
+
+* ``openai_conversations()``: OpenAI Chat Completions message lists.
+* ``anthropic_conversations()``: Anthropic Messages message lists.
+* ``rule_files(idempotent=True)``: rule files as plain dicts, valid under
+  ``schemas/rules.schema.json``; ``to_ruleset(d)`` turns one into a RuleSet the way a
+  user's file would be loaded (``parse_rules(yaml.safe_dump(d))``).
+
+Sizes are kept small (a handful of turns, short texts, a rare 10k+ character
+output) so that thousands of examples run in a few minutes.
+
+Importing this module registers the hypothesis profiles ``ci`` (2,000 examples)
+and ``long`` (100,000).  The hypothesis plugin resolves ``--hypothesis-profile``
+before test modules are imported, so to use it load this module as an early
+plugin: ``python3 -m pytest tests/test_properties.py -p tests.strategies
+--hypothesis-profile=long`` (or set ``HYPOTHESIS_PROFILE=long``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from rules_compact import RuleSet, parse_rules
+
+__all__ = [
+    "register_profiles", "texts", "openai_conversations", "anthropic_conversations", "conversations",
+    "matchers", "actions", "rule_files", "to_ruleset", "TOOL_NAMES", "WHERE_EXPRESSIONS",
+]
+
+
+# -- profiles ----------------------------------------------------------------
+
+def register_profiles() -> None:
+    """``ci``: 2,000 examples, no deadline; ``long``: the same with 100,000 examples."""
+    settings.register_profile(
+        "ci", max_examples=2000, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.register_profile("long", parent=settings.get_profile("ci"), max_examples=100_000)
+
+
+register_profiles()
+
+
+# -- texts -------------------------------------------------------------------
+
+SAMPLE_TEXTS = [
+    "", " ", "\n\n", "ok", "done.", "a.py", "Error: file not found",
+    "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad",
+    "<returncode>0</returncode>\n<output>\nall good\n</output>",
+    "<returncode>1</returncode>\n<output>\nFAILED test_x.py::test_a\n</output>",
+    "<returncode>127</returncode>\n<output>\nbash: foo: command not found\n</output>",
+    "[Previous: used bash]", "[Previous: used Read]", "[Previous: used unknown]", "[cleared]",
+    "[reasoning removed]", "\n[... 12 chars omitted ...]\n", "{not a template}", "{{braces}}",
+    "naïve café — ünïcödé", "日本語のテキストです", "🙂🚀 emoji 👩‍💻", "line1\nline2\r\nline3\n",
+    "zero\u200bwidth", "rtl \u202etxet", "tab\tand nul \x00 end", "I'll read the file first.",
+    "Let me think about this step by step.", "x" * 801,
+]
+REPEAT_UNITS = ["x", "line of output\n", "ünïcödé ", "日本語", "🙂", "ab\r\n", "    1\u2192def f():\n"]
+
+_short_random = st.text(st.characters(codec="utf-8"), max_size=24)
+_medium = st.builds(lambda head, unit, n: head + unit * n,
+                    st.sampled_from(SAMPLE_TEXTS[:12]), st.sampled_from(REPEAT_UNITS), st.integers(20, 400))
+_huge = st.builds(lambda head, unit, n: head + unit * (10_000 // len(unit) + n),
+                  st.sampled_from(SAMPLE_TEXTS[:12]), st.sampled_from(REPEAT_UNITS), st.integers(0, 2000))
+
+#: Any text a message may hold: mostly short, sometimes a few hundred to a few
+#: thousand characters, rarely over 10,000; ASCII and non-ASCII.
+texts = st.one_of(
+    st.sampled_from(SAMPLE_TEXTS), st.sampled_from(SAMPLE_TEXTS), _short_random, _short_random,
+    _medium, _medium, _huge,
+)
+_nonempty_texts = texts.filter(lambda t: t.strip() != "")
+
+TOOL_NAMES = ["bash", "Read", "Edit", "TodoWrite", "Task", "mcp__github__get_issue", "str_replace_editor",
+              "ünï_tool", "Bash", ""]
+_tool_names = st.sampled_from(TOOL_NAMES)
+_cache_control = st.sampled_from([{"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}])
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["", "x", "ü", "ls -la"]))
+_json_values = st.one_of(_json_scalars, st.lists(_json_scalars, max_size=2),
+                         st.dictionaries(st.sampled_from(["raw", "k", "ü"]), _json_scalars, max_size=2))
+_extra_fields = st.dictionaries(
+    st.sampled_from(["extra", "provider_specific_fields", "x_meta", "timestamp", "id", "cache_marker"]),
+    _json_values, max_size=2)
+_call_inputs = st.one_of(
+    st.just({}),
+    st.fixed_dictionaries({"command": st.sampled_from(["ls -la", "cat a.py", "pytest -q", "echo ünï"])}),
+    st.fixed_dictionaries({"file_path": st.sampled_from(["/a.py", "/ü/b.txt"]),
+                           "limit": st.integers(0, 2000)}),
+    st.dictionaries(st.sampled_from(["command", "path", "todos", "x"]), _json_values, max_size=3),
+)
+
+
+def _text_part(text: str, marker: dict | None) -> dict:
+    part = {"type": "text", "text": text}
+    if marker is not None:
+        part["cache_control"] = marker
+    return part
+
+
+_text_parts = st.lists(st.builds(_text_part, texts, st.none() | _cache_control), min_size=1, max_size=3)
+
+
+def _extras(draw, msg: dict) -> dict:
+    if draw(st.integers(0, 4)) == 0:
+        msg.update({k: v for k, v in draw(_extra_fields).items() if k not in msg})
+    return msg
+
+
+# -- OpenAI Chat Completions -------------------------------------------------
+
+OPENAI_SEGMENTS = ["user", "user", "assistant", "span", "span", "span", "span", "orphan", "unknown_role",
+                   "empty_user"]
+
+
+def _openai_arguments(draw) -> Any:
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return ""
+    if kind == 1:
+        return "{not json"
+    if kind == 2:
+        return draw(_call_inputs)  # non-standard: a dict instead of a JSON string
+    return json.dumps(draw(_call_inputs), ensure_ascii=draw(st.booleans()))
+
+
+def _openai_call(draw, call_id: str) -> dict:
+    fn: dict[str, Any] = {"arguments": _openai_arguments(draw)}
+    if draw(st.integers(0, 15)):
+        fn["name"] = draw(_tool_names)
+    call: dict[str, Any] = {"id": call_id, "type": "function", "function": fn}
+    if draw(st.booleans()):
+        call["index"] = draw(st.integers(0, 3))
+    return call
+
+
+def _openai_tool_message(draw, call_id: Any) -> dict:
+    kind = draw(st.integers(0, 9))
+    if kind <= 5:
+        content: Any = draw(texts)
+    elif kind <= 8:
+        content = draw(_text_parts)
+    else:
+        content = None
+    msg: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": content}
+    if draw(st.integers(0, 5)) == 0:
+        msg["is_error"] = True
+    return _extras(draw, msg)
+
+
+def _openai_assistant_content(draw) -> Any:
+    kind = draw(st.integers(0, 5))
+    if kind <= 2:
+        return draw(texts)
+    if kind == 3:
+        return None
+    if kind == 4:
+        return draw(_text_parts)
+    return ""
+
+
+@st.composite
+def openai_conversations(draw, max_segments: int = 9) -> list:
+    """OpenAI messages: system/user/assistant/tool, parallel calls, orphans, dangling calls, odd roles."""
+    ids = itertools.count()
+    msgs: list[dict] = []
+    if draw(st.booleans()):
+        msgs.append({"role": "system", "content": draw(texts)})
+    for segment in draw(st.lists(st.sampled_from(OPENAI_SEGMENTS), max_size=max_segments)):
+        if segment == "user":
+            content = draw(st.one_of(_nonempty_texts, _text_parts))
+            msgs.append(_extras(draw, {"role": "user", "content": content}))
+        elif segment == "empty_user":
+            msgs.append({"role": "user", "content": draw(st.sampled_from(["", None, [], "   "]))})
+        elif segment == "assistant":
+            msg = {"role": "assistant", "content": _openai_assistant_content(draw)}
+            if draw(st.integers(0, 3)) == 0:
+                msg["reasoning_content"] = draw(texts)
+            msgs.append(_extras(draw, msg))
+        elif segment == "span":
+            k = draw(st.integers(1, 4))
+            calls = [_openai_call(draw, f"call_{next(ids)}") for _ in range(k)]
+            msg = {"role": "assistant", "content": _openai_assistant_content(draw), "tool_calls": calls}
+            if draw(st.integers(0, 2)) == 0:
+                msg[draw(st.sampled_from(["reasoning_content", "reasoning"]))] = draw(texts)
+            if draw(st.integers(0, 3)) == 0:
+                msg["function_call"] = None
+            msgs.append(_extras(draw, msg))
+            answered = draw(st.lists(st.sampled_from([True, True, True, False]), min_size=k, max_size=k))
+            for j in draw(st.permutations(range(k))):
+                if answered[j]:
+                    msgs.append(_openai_tool_message(draw, calls[j]["id"]))
+        elif segment == "orphan":
+            call_id = draw(st.sampled_from([f"orphan_{next(ids)}", None, 7]))
+            msgs.append(_openai_tool_message(draw, call_id))
+        else:  # unknown_role
+            role = draw(st.sampled_from(["exit", "developer", "function"]))
+            msgs.append(_extras(draw, {"role": role, "content": draw(texts)}))
+    return msgs
+
+
+# -- Anthropic Messages ------------------------------------------------------
+
+def _thinking_block(draw) -> dict:
+    if draw(st.integers(0, 3)) == 0:
+        return {"type": "redacted_thinking", "data": draw(st.sampled_from(["EmwKAhgB", "ZXJyb3I=", ""]))}
+    return {"type": "thinking", "thinking": draw(texts),
+            "signature": draw(st.sampled_from(["sig_abc123", "[REDACTED_SIGNATURE]", "ÉpQ=="]))}
+
+
+def _anthropic_result_content(draw) -> tuple[bool, Any]:
+    kind = draw(st.integers(0, 9))
+    if kind <= 5:
+        return True, draw(texts)
+    if kind <= 8:
+        return True, draw(_text_parts)
+    return False, None  # no content key at all
+
+
+def _tool_result_block(draw, call_id: Any) -> dict:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
+    has_content, content = _anthropic_result_content(draw)
+    if has_content:
+        block["content"] = content
+    if draw(st.integers(0, 5)) == 0:
+        block["is_error"] = True
+    if draw(st.integers(0, 5)) == 0:
+        block["cache_control"] = draw(_cache_control)
+    return block
+
+
+@st.composite
+def anthropic_conversations(draw, max_turns: int = 7) -> list:
+    """Anthropic messages: alternating user/assistant, thinking, parallel tool_use, orphans, dangling."""
+    ids = itertools.count()
+    first = draw(st.one_of(_nonempty_texts, _text_parts, st.sampled_from(["", []])))
+    msgs: list[dict] = [{"role": "user", "content": first}]
+    turns = draw(st.integers(0, max_turns))
+    for turn in range(turns):
+        blocks: list[Any] = []
+        if draw(st.integers(0, 2)) == 0:
+            blocks.extend(_thinking_block(draw) for _ in range(draw(st.integers(1, 2))))
+        if draw(st.booleans()):
+            blocks.append(_text_part(draw(texts), None))
+        k = draw(st.sampled_from([0, 1, 1, 1, 2, 3, 4]))
+        calls = [{"type": "tool_use", "id": f"toolu_{next(ids)}", "name": draw(_tool_names),
+                  "input": draw(_call_inputs)} for _ in range(k)]
+        blocks.extend(calls)
+        if draw(st.integers(0, 5)) == 0:  # text or interleaved thinking after the calls
+            blocks.insert(draw(st.integers(0, len(blocks))),
+                          _thinking_block(draw) if draw(st.booleans()) else _text_part(draw(texts), None))
+        content: Any = blocks
+        if not calls and draw(st.integers(0, 3)) == 0:
+            content = draw(st.one_of(texts, st.just([])))
+        assistant = {"role": "assistant", "content": content}
+        if draw(st.integers(0, 6)) == 0:
+            assistant.update({k: v for k, v in draw(_extra_fields).items() if k != "content"})
+        msgs.append(assistant)
+        last = turn == turns - 1
+        if last and not calls and draw(st.booleans()):
+            break  # end on the assistant's final answer
+        if last and calls and draw(st.integers(0, 3)) == 0:
+            break  # every call of the last turn dangles
+        user: list[dict] = []
+        answered = draw(st.lists(st.sampled_from([True, True, True, False]), min_size=k, max_size=k))
+        for j in draw(st.permutations(range(k))):
+            if answered[j]:
+                user.append(_tool_result_block(draw, calls[j]["id"]))
+        if draw(st.integers(0, 6)) == 0:
+            user.insert(draw(st.integers(0, len(user))),
+                        _tool_result_block(draw, draw(st.sampled_from([f"toolu_orphan_{next(ids)}", None]))))
+        if not user or draw(st.integers(0, 3)) == 0:
+            user.append(_text_part(draw(texts), draw(st.none() | _cache_control)))
+        user_content: Any = user
+        if not any(b["type"] == "tool_result" for b in user) and draw(st.integers(0, 2)) == 0:
+            user_content = draw(st.one_of(texts, st.just([])))
+        msgs.append({"role": "user", "content": user_content})
+    return msgs
+
+
+def conversations() -> st.SearchStrategy[tuple[str, list]]:
+    """``(format name, messages)`` in either format."""
+    return st.one_of(st.tuples(st.just("openai"), openai_conversations()),
+                     st.tuples(st.just("anthropic"), anthropic_conversations()))
+
+
+# -- rule files ----------------------------------------------------------------
+
+TOOL_PATTERNS = ["bash", "Read", "Todo*", "mcp__*", "*", "B?sh", "[RE]*", "nonexistent", "ünï_tool", ""]
+WHERE_EXPRESSIONS = [
+    "item.chars > `100`",
+    "item.kind == 'tool_result'",
+    "item.tool_name == 'bash'",
+    "contains(item.tool_names, 'bash')",
+    "starts_with(item.text, '<returncode>')",
+    "length(item.text) > `50`",
+    "item.tokens >= `10`",
+    "item.orphan",
+    "item.is_error",
+    "args.command",
+    "args.command == 'ls -la'",
+    "call.function.name == 'bash' || call.name == 'bash'",
+    "message.role == 'tool'",
+    "message.is_error == `true`",
+    "!item.orphan && item.index > `2`",
+]
+THRESHOLDS = [0, 1, 2, 3, 5, 10, 20, 50, 100, 200, 800, 1000, 2500, 10_000, 20_000]
+SMALL_THRESHOLDS = [0, 1, 2, 3, 4, 5, 10, 20, 100, 1000]
+TEMPLATES = [
+    "[Previous: used {tool_name}]",
+    "[cleared {tool_name}: {chars} chars]",
+    "[{tool_call_id}] {bytes}B {tokens}t {lines}L",
+    "[{chars:,} chars from {tool_name:.4}]",
+    "[compacted]",
+    "{tool_name}",
+    "{{literal}} {lines} lines",
+    "ünïcödé {chars}",
+    "",
+    "[Previous: used {tool_name}] (output was {tokens} tokens, {bytes} bytes)",
+]
+TRUNCATE_MARKERS = ["\n[... {omitted} chars omitted ...]\n", "…", "", "[{omitted} of {chars} cut from {tool_name}]",
+                    " <{omitted}> ", "\n... {lines} lines, {bytes} bytes, {tokens} tokens; id {tool_call_id}\n"]
+STRIP_MARKERS = ["[reasoning removed]", "[text removed]", "", "…"]
+KEEP_PATTERNS = ["TODO", "^I'll", "(?i)error", "\\d+"]
+
+
+def _bounds(values: list[int]) -> st.SearchStrategy[dict]:
+    return st.dictionaries(st.sampled_from(["gt", "gte", "lt", "lte"]), st.sampled_from(values),
+                           min_size=1, max_size=2)
+
+
+def _one_or_list(values: list) -> st.SearchStrategy:
+    return st.one_of(st.sampled_from(values), st.lists(st.sampled_from(values), min_size=1, max_size=3))
+
+
+def _merge(*dicts: dict) -> dict:
+    out: dict = {}
+    for d in dicts:
+        out.update(d)
+    return out
+
+
+_text_options = st.fixed_dictionaries({}, optional={
+    "contains": _one_or_list(["error", "Error", "ü", "<returncode>1", "Previous", ""]),
+    "startswith": _one_or_list(["<returncode>0", "<returncode>", "[", "Traceback"]),
+    "endswith": _one_or_list(["</output>", "]", "\n"]),
+    "regex": st.sampled_from(["^<returncode>(?!0<)", "(?i)error", "\\bFAILED\\b", "^$", "[ü日]", ".*"]),
+    "ignore_case": st.booleans(),
+    "empty": st.booleans(),
+}).filter(bool)
+
+_size_options = st.builds(_merge, st.fixed_dictionaries(
+    {}, optional={"unit": st.sampled_from(["chars", "bytes", "tokens"])}), _bounds(THRESHOLDS))
+
+_booleans = st.booleans()
+
+#: Matcher kinds whose options hold no nested matcher.
+LEAF_MATCHERS: dict[str, st.SearchStrategy] = {
+    "role": st.one_of(st.sampled_from(["tool", "assistant"]),
+                      st.lists(st.sampled_from(["tool", "assistant"]), min_size=1, max_size=2)),
+    "tool": _one_or_list(TOOL_PATTERNS),
+    "compactable": _booleans,
+    "size": _size_options,
+    "in_tail": _booleans,
+    "is_error": _booleans,
+    "has_tool_calls": _booleans,
+    "orphan": _booleans,
+    "dangling": _booleans,
+    "compacted": _booleans,
+    "text": _text_options,
+    "where": st.sampled_from(WHERE_EXPRESSIONS),
+}
+
+
+def _leaf_dicts(kinds: dict[str, st.SearchStrategy]) -> st.SearchStrategy[dict]:
+    names = sorted(kinds)
+    return st.lists(st.sampled_from(names), unique=True, max_size=3).flatmap(
+        lambda chosen: st.fixed_dictionaries({k: kinds[k] for k in chosen}))
+
+
+def _combine(children: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
+    return st.one_of(
+        st.builds(lambda cs: {"all": cs}, st.lists(children, min_size=1, max_size=3)),
+        st.builds(lambda cs: {"any": cs}, st.lists(children, min_size=1, max_size=3)),
+        st.builds(lambda c: {"not": c}, children),
+        st.builds(lambda a, b: {**b, **a}, children, children),
+    )
+
+
+_simple_matchers = st.recursive(_leaf_dicts(LEAF_MATCHERS), _combine, max_leaves=3)
+
+AGE_UNITS = ["tool_results", "spans", "messages", "user_turns", "tokens"]
+
+
+@st.composite
+def _age_options(draw) -> dict:
+    unit = draw(st.sampled_from(AGE_UNITS))
+    options = {"unit": unit, **draw(_bounds(THRESHOLDS if unit == "tokens" else SMALL_THRESHOLDS))}
+    if draw(st.booleans()):
+        options["include_self"] = draw(_booleans)
+    if unit in ("tool_results", "spans", "tokens") and draw(st.integers(0, 2)) == 0:
+        options["among"] = draw(_simple_matchers)
+    return options
+
+
+ALL_LEAF_MATCHERS = {**LEAF_MATCHERS, "age": _age_options()}
+
+#: Any valid matcher spec: every kind, nested with all/any/not.
+matchers = st.recursive(_leaf_dicts(ALL_LEAF_MATCHERS), _combine, max_leaves=5)
+
+_placeholder_actions = st.one_of(
+    st.just("placeholder"), st.just({"placeholder": None}), st.just({"placeholder": {}}),
+    st.builds(lambda t: {"placeholder": t}, st.sampled_from(TEMPLATES)),
+    st.builds(lambda t: {"placeholder": {"text": t}}, st.sampled_from(TEMPLATES)),
+)
+_truncate_actions = st.one_of(
+    st.just("truncate"),
+    st.builds(lambda o: {"truncate": o}, st.fixed_dictionaries({}, optional={
+        "head": st.sampled_from([0, 1, 5, 20, 200, 1000]),
+        "tail": st.sampled_from([0, 1, 5, 20, 200, 1000]),
+        "marker": st.sampled_from(TRUNCATE_MARKERS),
+    })),
+)
+_strip_actions = st.one_of(
+    st.just("strip-text"), st.just({"strip-text": None}),
+    st.builds(lambda o: {"strip-text": o}, st.fixed_dictionaries({}, optional={
+        "keep_patterns": st.lists(st.sampled_from(KEEP_PATTERNS), max_size=2),
+        "keep_max_chars": st.sampled_from([0, 10, 40, 800]),
+        "marker": st.sampled_from(STRIP_MARKERS),
+        "text_first": _booleans,
+        "keep_thinking": _booleans,
+    })),
+)
+_clear_actions = st.sampled_from(["clear-inputs", {"clear-inputs": None}, {"clear-inputs": {}}])
+_keep_actions = st.sampled_from(["keep", {"keep": None}, {"keep": {}}])
+
+#: One action, in every spelling the schema allows.
+actions = st.one_of(_keep_actions, _placeholder_actions, _truncate_actions, _strip_actions, _clear_actions)
+_rule_actions = st.one_of(actions, st.lists(actions, min_size=1, max_size=3))
+
+
+def _rule(index: int) -> st.SearchStrategy[dict]:
+    return st.fixed_dictionaries(
+        {"name": st.just(f"r{index}"), "match": matchers, "action": _rule_actions},
+        optional={"description": st.sampled_from(["", "why ü"])})
+
+
+_triggers = st.one_of(
+    st.just({}), st.just({"always": True}),
+    st.builds(lambda v: {"tokens_over": v}, st.sampled_from([0, 10, 100, 1000, 5000, 100_000])),
+    st.builds(lambda v: {"tool_results_over": v}, st.sampled_from([0, 1, 2, 5, 10])),
+)
+_token_amounts = st.sampled_from([0, 1, 10, 100, 500, 1000, 3000, 10_000, 100_000])
+_defaults = st.fixed_dictionaries({}, optional={
+    "placeholder": st.sampled_from(TEMPLATES),
+    "estimator": st.sampled_from(["chars4", "chars4_ceil", "bytes4"]),
+    "over_budget_tokens": _token_amounts,
+})
+_tools_sections = st.dictionaries(
+    st.sampled_from(["bash", "Read", "Todo*", "mcp__*", "*", "Edit", "ünï_tool"]),
+    st.fixed_dictionaries({"compact": _booleans}, optional={"placeholder": st.sampled_from(TEMPLATES)}),
+    max_size=3)
+
+
+@st.composite
+def rule_files(draw, idempotent: bool = True, max_rules: int = 5) -> dict:
+    """A random valid rule file as a dict; ``stop_after_cleared_tokens`` only if not ``idempotent``."""
+    budget_keys = {"min_cleared_tokens": _token_amounts, "stop_at_tokens": _token_amounts}
+    if not idempotent:
+        budget_keys["stop_after_cleared_tokens"] = _token_amounts
+    optional = {
+        "description": st.sampled_from(["", "generated ü"]),
+        "enabled": st.sampled_from([True, True, True, False]),
+        "trigger": _triggers,
+        "budget": st.fixed_dictionaries({}, optional=budget_keys),
+        "defaults": _defaults,
+        "error_when": matchers,
+        "undeclared": st.sampled_from(["compact", "keep"]),
+        "tools": _tools_sections,
+    }
+    data: dict[str, Any] = {"version": 1, "name": draw(st.sampled_from(["gen", "gen-ü", "second"]))}
+    data.update(draw(st.fixed_dictionaries({}, optional=optional)))
+    count = draw(st.integers(0, max_rules))
+    data["rules"] = [draw(_rule(i)) for i in range(count)]
+    return data
+
+
+def to_ruleset(data: dict, file: str = "<generated>") -> RuleSet:
+    """Load a rule-file dict the way a user's YAML file is loaded."""
+    return parse_rules(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), file)

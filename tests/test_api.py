@@ -1,0 +1,282 @@
+"""The Python API: load_rules and compact, on the bundled examples."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rules_compact import ConfigError, InputError, Result, RuleSet, compact, load_rules, parse_rules
+from rules_compact.resources import preset_names
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+DEFAULT = ROOT / "rules" / "default.yaml"
+
+AGGRESSIVE = """\
+version: 1
+name: aggressive
+defaults:
+  placeholder: "[{tool_name}: {chars} chars, {lines} lines]"
+rules:
+  - name: keep-errors
+    match: {is_error: true}
+    action: keep
+  - name: strip-old-reasoning
+    match:
+      all: [{role: assistant}, {has_tool_calls: true}, {age: {unit: tool_results, gt: 2}}]
+    action: {strip-text: {marker: "[thinking removed]"}}
+  - name: truncate-big
+    match: {role: tool, size: {gt: 2000}}
+    action: [{truncate: {head: 200, tail: 200}}, clear-inputs]
+  - name: placeholder-rest
+    match: {role: tool, age: {unit: tool_results, gt: 3}}
+    action: placeholder
+"""
+
+
+def messages_of(name: str) -> list:
+    return json.loads((EXAMPLES / name).read_text(encoding="utf-8"))["messages"]
+
+
+def with_budget(tokens: int) -> RuleSet:
+    text = DEFAULT.read_text(encoding="utf-8").replace("defaults:\n", f"defaults:\n  over_budget_tokens: {tokens}\n")
+    return parse_rules(text, "budget.yaml")
+
+
+def all_decisions(result: Result):
+    return [d for p in result.report.passes for d in p.decisions]
+
+
+# --- load_rules ---------------------------------------------------------------------------------
+
+
+def test_load_rules_from_path():
+    names = [r["name"] for r in yaml.safe_load(DEFAULT.read_text(encoding="utf-8"))["rules"]]
+    for source in (str(DEFAULT), DEFAULT):
+        ruleset = load_rules(source)
+        assert isinstance(ruleset, RuleSet)
+        assert ruleset.name == "default"
+        assert ruleset.version == 1
+        assert [r.name for r in ruleset.rules] == names
+        assert ruleset.source == str(DEFAULT)
+
+
+def test_load_rules_default_name():
+    ruleset = load_rules("default")
+    assert ruleset.name == "default"
+    assert [r.name for r in ruleset.rules] == [r.name for r in load_rules(DEFAULT).rules]
+
+
+def test_load_rules_from_text():
+    ruleset = load_rules(AGGRESSIVE)
+    assert ruleset.name == "aggressive"
+    assert [r.name for r in ruleset.rules] == ["keep-errors", "strip-old-reasoning", "truncate-big",
+                                                "placeholder-rest"]
+    assert [[a.name for a in r.actions] for r in ruleset.rules] == [
+        ["keep"], ["strip-text"], ["truncate", "clear-inputs"], ["placeholder"]]
+
+
+def test_load_rules_from_json_text():
+    ruleset = load_rules('{"version": 1, "name": "j", "rules": [{"name": "k", "match": {}, "action": "keep"}]}')
+    assert ruleset.name == "j"
+    assert [r.name for r in ruleset.rules] == ["k"]
+
+
+@pytest.mark.parametrize("name", preset_names() or [pytest.param("none", marks=pytest.mark.skip("no presets"))])
+def test_load_rules_presets(name):
+    assert isinstance(load_rules(f"preset:{name}"), RuleSet)
+
+
+def test_load_rules_errors():
+    with pytest.raises(ConfigError) as info:
+        load_rules("version: 1\nname: x\nrules: []\nbogus: 1\n")
+    assert str(info.value).startswith("<string>:4:1: unknown key 'bogus'")
+    with pytest.raises(InputError) as info:
+        load_rules("preset:does-not-exist")
+    assert str(info.value).startswith("preset:does-not-exist: no such preset")
+
+
+def test_ruleset_is_reusable():
+    ruleset = load_rules("default")
+    messages = messages_of("coding-session.json")
+    assert compact(messages, ruleset).messages == compact(messages, ruleset).messages
+
+
+# --- compact: default rules on the examples -----------------------------------------------------------
+
+
+def test_compact_openai_example():
+    messages = messages_of("coding-session.json")
+    original = copy.deepcopy(messages)
+    result = compact(messages, load_rules("default"))
+
+    assert messages == original  # the caller's list and messages are not mutated
+    assert result.messages is not messages
+    assert len(result.messages) == len(messages)
+    assert result.report.format == "openai"
+
+    (p,) = result.report.passes
+    changed = [d for d in p.decisions if d.changed]
+    assert changed, "the default rules compact this example"
+    assert all(d.rule == "placeholder-old-results" and d.role == "tool" for d in changed)
+    touched = {d.message for d in changed}
+    for i, (old, new) in enumerate(zip(messages, result.messages)):
+        if i not in touched:
+            assert new is old  # unchanged messages are shared, not copied
+            continue
+        assert new is not old
+        d = next(d for d in changed if d.message == i)
+        assert new["content"] == f"[Previous: used {d.tool}]"
+        assert {k: v for k, v in new.items() if k != "content"} == {k: v for k, v in old.items() if k != "content"}
+        assert len(old["content"]) > 800  # keep-small protects anything shorter
+    # the 10 most recent tool results are kept
+    results = [i for i, m in enumerate(messages) if m["role"] == "tool"]
+    assert not touched & set(results[-10:])
+
+
+def test_compact_anthropic_example():
+    messages = messages_of("anthropic-session.json")
+    original = copy.deepcopy(messages)
+    result = compact(messages)  # None: the bundled default rules
+
+    assert messages == original
+    assert result.report.format == "anthropic"
+    changed = [d for d in all_decisions(result) if d.changed]
+    assert changed
+    blocks: dict[int, dict[int, str]] = {}
+    for d in changed:
+        assert d.role == "tool" and d.block is not None
+        blocks.setdefault(d.message, {})[d.block] = d.tool
+    for i, (old, new) in enumerate(zip(messages, result.messages)):
+        if i not in blocks:
+            assert new is old
+            continue
+        assert {k: v for k, v in new.items() if k != "content"} == {k: v for k, v in old.items() if k != "content"}
+        assert len(new["content"]) == len(old["content"])
+        for j, (ob, nb) in enumerate(zip(old["content"], new["content"])):
+            if j not in blocks[i]:
+                assert nb == ob
+                continue
+            text = f"[Previous: used {blocks[i][j]}]"
+            assert nb["content"] in (text, [{"type": "text", "text": text}])
+            assert {k: v for k, v in nb.items() if k != "content"} == {k: v for k, v in ob.items() if k != "content"}
+
+
+@pytest.mark.parametrize("example", ["coding-session.json", "anthropic-session.json"])
+@pytest.mark.parametrize("rules", ["default", AGGRESSIVE], ids=["default", "aggressive"])
+def test_caller_objects_never_mutated(example, rules):
+    messages = messages_of(example)
+    original = copy.deepcopy(messages)
+    ids = [id(m) for m in messages]
+    result = compact(messages, load_rules(rules))
+    assert messages == original
+    assert [id(m) for m in messages] == ids
+    assert result.messages != original  # something was compacted
+    # and a second run over the untouched input gives the same result
+    assert compact(messages, load_rules(rules)).messages == result.messages
+    # unchanged messages are shared
+    for old, new in zip(messages, result.messages):
+        if new == old:
+            assert new is old
+
+
+@pytest.mark.parametrize("example", ["coding-session.json", "anthropic-session.json"])
+@pytest.mark.parametrize("rules", ["default", AGGRESSIVE], ids=["default", "aggressive"])
+def test_report_totals_consistent(example, rules):
+    result = compact(messages_of(example), load_rules(rules))
+    report = result.report
+    (p,) = report.passes
+    assert report.tokens_before - report.tokens_after == sum(d.saved for d in p.decisions)
+    assert report.items_changed == sum(d.changed for d in p.decisions) > 0
+    assert report.tokens_after < report.tokens_before
+    assert report.chars_after < report.chars_before
+    assert sum(p.saved_by_rule().values()) == report.tokens_before - report.tokens_after
+    for d in p.decisions:
+        assert d.saved == d.tokens_before - d.tokens_after
+        if not d.changed:
+            assert d.saved == 0
+    assert len({d.item for d in p.decisions}) == len(p.decisions)
+    as_dict = report.to_dict()
+    as_dict = json.loads(json.dumps(as_dict))  # JSON-ready
+    assert as_dict["tokens_before"] - as_dict["tokens_after"] == sum(
+        d["saved"] for d in as_dict["passes"][0]["decisions"])
+
+
+def test_over_budget_flag():
+    messages = messages_of("coding-session.json")
+    tiny = compact(messages, with_budget(1))
+    assert tiny.over_budget is True
+    assert tiny.report.over_budget is True
+    assert tiny.report.passes[0].over_budget_tokens == 1
+    assert tiny.report.to_dict()["over_budget"] is True
+    huge = compact(messages, with_budget(10**9))
+    assert huge.over_budget is False
+    assert compact(messages).over_budget is False  # no over_budget_tokens: never over budget
+    # the budget only reports; it does not change what is compacted
+    assert tiny.messages == huge.messages == compact(messages).messages
+
+
+def test_over_budget_is_judged_after_compaction():
+    messages = messages_of("coding-session.json")
+    result = compact(messages)
+    after = result.report.tokens_after
+    assert compact(messages, with_budget(after)).over_budget is False
+    assert compact(messages, with_budget(after - 1)).over_budget is True
+
+
+def test_successive_passes():
+    messages = messages_of("coding-session.json")
+    once = compact(messages, ["default"])
+    twice = compact(messages, ["default", load_rules("default")])
+    assert len(twice.report.passes) == 2
+    assert twice.messages == once.messages
+    first, second = twice.report.passes
+    assert second.tokens_before == first.tokens_after
+    assert second.changed == 0
+    assert twice.report.tokens_before == first.tokens_before
+    assert twice.report.tokens_after == second.tokens_after
+
+
+def test_rules_as_path():
+    messages = messages_of("coding-session.json")
+    assert compact(messages, str(DEFAULT)).messages == compact(messages, DEFAULT).messages \
+        == compact(messages).messages
+
+
+def test_nothing_to_do_returns_a_new_list():
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    original = copy.deepcopy(messages)
+    result = compact(messages)
+    assert result.messages == original
+    assert result.messages is not messages
+    assert all(a is b for a, b in zip(result.messages, messages))
+    assert result.report.items_changed == 0
+    assert compact([]).messages == []
+
+
+def test_format_argument():
+    messages = messages_of("coding-session.json")
+    assert compact(messages, format="openai").messages == compact(messages).messages
+    forced = compact(messages, format="anthropic")
+    assert forced.report.format == "anthropic"
+    with pytest.raises(InputError) as info:
+        compact(messages, format="klingon")
+    assert "klingon" in str(info.value) and "openai" in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [None, "text", {"messages": []}, ({"role": "user"},)])
+def test_messages_must_be_a_list(bad):
+    with pytest.raises(InputError):
+        compact(bad)
+
+
+def test_result_is_idempotent():
+    messages = messages_of("anthropic-session.json")
+    result = compact(messages)
+    again = compact(result.messages)
+    assert again.messages == result.messages
+    assert again.report.items_changed == 0
