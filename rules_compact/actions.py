@@ -98,6 +98,7 @@ def _truncate(options, ctx, path) -> Action:
     if marker is None:
         return Action("truncate", lambda item, ed: None)
     shape = re.compile(f"(?s).{{{head}}}(?:{marker.pattern.pattern}).{{{tail}}}")
+    ctx.recognise(shape)
 
     def truncate(item: Item, ed: Editor) -> str | None:
         if item.kind != "tool_result":
@@ -122,7 +123,7 @@ def _strip_text(options, ctx, path) -> Action:
     max_chars = options.get("keep_max_chars")
     marker = options.get("marker")
     if marker is not None:
-        ctx.marker(marker)
+        ctx.recognise(re.compile(re.escape(marker)))
     text_first = options.get("text_first", False)
     keep_thinking = options.get("keep_thinking", False)
 

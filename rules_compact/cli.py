@@ -58,10 +58,10 @@ def cmd_apply(args) -> int:
     else:
         sys.stdout.write(text)
     print(f"{PROG}: {summary(result.report)}", file=sys.stderr)
-    for p in result.report.passes:
-        if p.over_budget:
-            print(f"{PROG}: warning: still over budget after {p.ruleset!r}: "
-                  f"{p.tokens_after:,} tokens > {p.over_budget_tokens:,}", file=sys.stderr)
+    for ruleset, tokens, limit in result.report.budget_checks:
+        if tokens > limit:
+            print(f"{PROG}: warning: still over budget: {tokens:,} estimated tokens > {limit:,} "
+                  f"(over_budget_tokens of {ruleset!r})", file=sys.stderr)
     return 0
 
 
@@ -87,13 +87,20 @@ def cmd_validate(args) -> int:
 COLUMNS = ("#", "msg", "role", "tool", "chars", "age", "rule", "action", "saved", "note")
 
 
+def _rule_label(d, p: PassReport) -> str:
+    """The deciding rule, with the file it came from when ``extends`` brought it in."""
+    if d.rule is None:
+        return "-"
+    return d.rule if d.source == p.source else f"{d.rule} ({os.path.basename(d.source)})"
+
+
 def explain_pass(p: PassReport) -> list[str]:
     lines = [f"pass: {p.ruleset} ({p.source}): {p.reason}"]
     if not p.ran:
         return lines
     rows = [COLUMNS] + [
         (str(d.item), str(d.message), d.role + ("!" if d.error else ""), d.tool or "-", str(d.chars), str(d.age),
-         d.rule or "-", d.action if d.changed or d.action in ("keep", "none") else f"({d.action})",
+         _rule_label(d, p), d.action if d.changed or d.action in ("keep", "none") else f"({d.action})",
          str(d.saved), d.note or "")
         for d in p.decisions
     ]

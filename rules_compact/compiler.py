@@ -33,7 +33,7 @@ class CompileContext:
         self.actions = actions
         self.estimators = estimators
         self.problems: list[Problem] = []
-        self.templates: list[Template] = []
+        self.patterns: list[re.Pattern] = []  # what ``compacted`` recognises
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -71,7 +71,7 @@ class CompileContext:
         try:
             return jmespath.compile(expression)
         except jmespath.exceptions.JMESPathError as exc:
-            reason = str(exc).splitlines()[0]
+            reason = str(exc).splitlines()[0].removesuffix(", for expression:").rstrip(":")
             self.problem(path, f"invalid JMESPath expression {expression!r}: {reason}")
             return None
 
@@ -81,12 +81,12 @@ class CompileContext:
         except TemplateError as exc:
             self.problem(path, str(exc))
             return None
-        self.templates.append(template)
+        self.patterns.append(template.pattern)
         return template
 
-    def marker(self, text: str) -> None:
-        """Register a literal marker so that ``compacted`` recognises it."""
-        self.templates.append(Template(text, (), re.compile(re.escape(text))))
+    def recognise(self, pattern: re.Pattern) -> None:
+        """Register the shape of an action's output so that ``compacted`` recognises it."""
+        self.patterns.append(pattern)
 
 
 def _matches_errors(spec: Any) -> bool:
@@ -98,8 +98,12 @@ def _matches_errors(spec: Any) -> bool:
     return any(_matches_errors(s) for key in ("all", "any") for s in spec.get(key) or [])
 
 
-def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: list[ToolSpec] = ()) -> RuleSet:
-    """Compile validated data; problems go to ``ctx.problems``."""
+def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: list[ToolSpec] = (),
+                    entries: list[tuple[dict, CompileContext, str]] | None = None) -> RuleSet:
+    """Compile validated data; problems go to each context's ``problems``.
+
+    ``entries`` are the rules as ``(raw rule, context of its file, path)``; by default
+    the rules of ``data`` itself."""
     defaults = data.get("defaults", {})
     placeholder = ctx.template(defaults.get("placeholder", DEFAULT_PLACEHOLDER), "defaults.placeholder")
     estimator_name = defaults.get("estimator", DEFAULT_ESTIMATOR)
@@ -113,20 +117,21 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         tool_placeholder = ctx.template(meta["placeholder"], f"{path}.placeholder") if "placeholder" in meta else None
         specs.append(ToolSpec(str(name), meta["compact"], tool_placeholder, source))
     specs += plugin_tools
+    if entries is None:
+        entries = [(raw, ctx, f"rules[{i}]") for i, raw in enumerate(data.get("rules", []))]
     rules = []
-    for i, raw in enumerate(data.get("rules", [])):
-        path = f"rules[{i}]"
-        matcher = ctx.matcher(raw["match"], f"{path}.match")
+    for raw, rule_ctx, path in entries:
+        matcher = rule_ctx.matcher(raw["match"], f"{path}.match")
         action_specs = raw["action"] if isinstance(raw["action"], list) else [raw["action"]]
         paths = [f"{path}.action[{j}]" for j in range(len(action_specs))] if isinstance(raw["action"], list) \
             else [f"{path}.action"]
-        actions = tuple(ctx.action(a, p) for a, p in zip(action_specs, paths))
-        rules.append(Rule(raw["name"], matcher, actions, source, _matches_errors(raw["match"]),
-                          ctx.locate(path)[0]))
-    names = [r.name for r in rules]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
+        actions = tuple(rule_ctx.action(a, p) for a, p in zip(action_specs, paths))
+        rules.append(Rule(raw["name"], matcher, actions, rule_ctx.file, _matches_errors(raw["match"]),
+                          rule_ctx.locate(path)[0]))
+    patterns = list(ctx.patterns)
+    for _, rule_ctx, _ in entries:
+        if rule_ctx is not ctx:
+            patterns += [p for p in rule_ctx.patterns if p not in patterns]
     trigger = data.get("trigger", {})
     budget = data.get("budget", {})
     return RuleSet(
@@ -140,7 +145,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         over_budget_tokens=defaults.get("over_budget_tokens"),
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
         error_when=error_when, rules=tuple(rules),
-        compacted_patterns=tuple(t.pattern for t in ctx.templates), source=source,
+        compacted_patterns=tuple(patterns), source=source,
     )
 
 

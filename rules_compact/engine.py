@@ -166,12 +166,20 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
         raise InputError(f"unknown format {name!r}; allowed: {', '.join(FORMATS)}")
     passes = []
     current = messages
-    for ruleset in _rulesets(rules):
+    rulesets = _rulesets(rules)
+    for ruleset in rulesets:
         current, report = run_pass(current, ruleset, fmt)
         passes.append(report)
     if current is messages:
         current = list(messages)
-    return Result(current, Report(name, tuple(passes)))
+    checks = tuple((r.name, _tokens(fmt, current, r), r.over_budget_tokens)
+                   for r in rulesets if r.over_budget_tokens is not None)
+    return Result(current, Report(name, tuple(passes), checks))
+
+
+def _tokens(fmt: Format, messages: list, ruleset: RuleSet) -> int:
+    estimate = ruleset.estimator
+    return sum(estimate(piece) for m in messages for piece in fmt.message_pieces(m) if piece)
 
 
 def iter_items(messages: list, format: str | None = None) -> Iterable[Item]:

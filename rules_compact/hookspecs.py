@@ -1,5 +1,11 @@
-"""Plugin hooks. Implement any of them with ``@rules_compact.hookimpl`` and expose the
-module through the ``rules_compact`` entry-point group."""
+"""Plugin hooks.  Implement any of them in a module marked with ``@rules_compact.hookimpl``
+and expose the module through the ``rules_compact`` entry-point group; docs/plugins.md
+documents each hook with a complete example.
+
+Every hook takes no arguments and returns a list (a dict for estimators) or None.  Hooks
+are called once per process, when the registry is first needed; what they return is
+validated, and a plugin that returns something invalid is reported and skipped.
+"""
 
 from __future__ import annotations
 
@@ -13,20 +19,38 @@ hookimpl = pluggy.HookimplMarker("rules_compact")
 
 @hookspec
 def rules_compact_tools():
-    """Declare tool metadata: a list of ``ToolSpec`` or dicts with the keys ``name``,
-    ``compact`` and optionally ``placeholder`` and ``summarize(content, call) -> str``."""
+    """Declare tool metadata: a list of ``ToolSpec`` or dicts with the keys
+
+    * ``name``: an exact tool name or a glob (``*``, ``?``, ``[...]``);
+    * ``compact``: bool, whether the tool's results may be compacted (``compactable``);
+    * ``placeholder``: optional template for this tool's placeholder, with the variables
+      ``{tool_name} {tool_call_id} {chars} {bytes} {tokens} {lines}``;
+    * ``summarize``: optional pure function ``(content: str, call: dict | None) -> str``
+      used by ``placeholder: {summary: true}``; ``call`` is the raw tool call the result
+      answers (decode its arguments with ``rules_compact.plugins.call_args``).
+    """
 
 
 @hookspec
 def rules_compact_matchers():
-    """Add matcher kinds: a list of ``MatcherKind`` (name, compile, description, schema)."""
+    """Add matcher kinds: a list of ``MatcherKind(name, compile, description, schema)``.
+
+    ``compile(options, ctx, path)`` runs once per use in a rule file and returns a predicate
+    ``(item, view) -> bool``; ``schema`` is the JSON Schema of ``options``, added to the
+    rule-file schema so that ``validate`` reports located errors in them.
+    """
 
 
 @hookspec
 def rules_compact_actions():
-    """Add action kinds: a list of ``ActionKind`` (name, compile, description, schema)."""
+    """Add action kinds: a list of ``ActionKind(name, compile, description, schema)``.
+
+    ``compile(options, ctx, path)`` returns an ``Action(name, apply)``; ``apply(item, editor)``
+    edits one item through the editor and returns a note for the report, or None.
+    """
 
 
 @hookspec
 def rules_compact_estimators():
-    """Add token estimators: a dict from name to ``estimate(text) -> int``."""
+    """Add token estimators: a dict from a name (for ``defaults.estimator``) to a pure
+    function ``estimate(text: str) -> int``."""

@@ -1,30 +1,52 @@
-"""The plugin registry: built-ins and entry-point plugins, loaded lazily on first use."""
+"""The plugin registry: built-ins and entry-point plugins, loaded lazily on first use.
+
+Nothing here runs at import time: the first call of :func:`registry` (made when a rule
+file is loaded) discovers the ``rules_compact`` entry points, imports them, calls their
+hooks and validates what they return.  A plugin that fails anywhere along that way is
+recorded in ``Registry.failures`` with its name, version and error, and skipped as a
+whole; the CLI's ``--strict`` turns such a failure into an error.
+
+This module is also the import surface for plugin authors::
+
+    from rules_compact.plugins import (Action, ActionKind, MatcherKind, ToolSpec, call_args, hookimpl,
+                                       result_variables)
+"""
 
 from __future__ import annotations
 
 import copy
+import fnmatch
 import os
-from dataclasses import dataclass
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import pluggy
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from . import hookspecs
-from .actions import ActionKind
+from .actions import Action, ActionKind
 from .errors import RulesCompactError
 from .estimators import Estimator
+from .hookspecs import hookimpl
 from .matchers import MatcherKind
 from .model import ToolSpec
-from .templates import RESULT_VARIABLES, Template, TemplateError
+from .templates import RESULT_VARIABLES, Template, TemplateError, result_variables
+from .view import decode_args
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
-           "ENV_PLUGINS", "extended_schema", "reset"]
+           "ENV_PLUGINS", "BUILTIN", "extended_schema", "reset", "use_plugins", "tool_spec", "call_args",
+           "hookimpl", "ToolSpec", "MatcherKind", "ActionKind", "Action", "result_variables", "HOOKS"]
 
 ENTRY_POINT_GROUP = "rules_compact"
 ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
 BUILTIN = "rules_compact.builtin"
+HOOKS = ("rules_compact_tools", "rules_compact_matchers", "rules_compact_actions", "rules_compact_estimators")
+TOOL_KEYS = ("name", "compact", "placeholder", "summarize")
 
 
 class PluginError(RulesCompactError):
@@ -35,6 +57,8 @@ class PluginError(RulesCompactError):
 
 @dataclass(frozen=True)
 class PluginFailure:
+    """A plugin that was skipped: its entry-point name, its distribution's version, why."""
+
     name: str
     version: str
     error: str
@@ -53,10 +77,22 @@ class Registry:
     tools: tuple[ToolSpec, ...]
     conflicts: tuple[tuple[ToolSpec, ToolSpec], ...]
     failures: tuple[PluginFailure, ...]
-    plugins: tuple[tuple[str, str], ...]  # (name, version)
+    plugins: tuple[tuple[str, str], ...]  # (name, version), built-in first
+    # ("matcher" | "action" | "estimator", name) -> the plugin that added it
+    owners: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
 
+
+def call_args(call: dict | None) -> Any:
+    """A tool call's arguments as data, in either format: OpenAI's JSON ``arguments`` string
+    decoded, Anthropic's ``input`` as it is; None when there are none or they do not decode.
+    For summarizers and plugin matchers."""
+    return decode_args(call)
+
+
+# -- discovery ---------------------------------------------------------------------------
 
 def _selected() -> set[str] | None:
+    """Entry-point names RULES_COMPACT_PLUGINS allows: None for all, an empty set for none."""
     value = os.environ.get(ENV_PLUGINS)
     if value is None:
         return None
@@ -71,113 +107,308 @@ def _version(ep) -> str:
     return getattr(dist, "version", None) or "?"
 
 
-@lru_cache(maxsize=None)
-def plugin_manager() -> tuple[pluggy.PluginManager, tuple[PluginFailure, ...], tuple[tuple[str, str], ...]]:
-    """The manager with the built-in plugin and every selected entry-point plugin."""
+def _error(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+
+
+def _new_manager() -> pluggy.PluginManager:
     from . import builtin_plugin
 
-    pm = pluggy.PluginManager("rules_compact")
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     pm.register(builtin_plugin, name=BUILTIN)
+    return pm
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Register one plugin, or raise and leave the manager as it was."""
+    pm.register(plugin, name=name)
+    try:
+        pm.check_pending()  # a @hookimpl whose name is no hook: a typo
+        if not pm.get_hookcallers(plugin):
+            raise PluginError("implements no hook; mark functions with @rules_compact.hookimpl and name them "
+                              + ", ".join(HOOKS))
+    except BaseException:
+        pm.unregister(name=name)
+        raise
+
+
+@lru_cache(maxsize=None)
+def plugin_manager() -> tuple[pluggy.PluginManager, tuple[PluginFailure, ...], tuple[tuple[str, str], ...]]:
+    """The manager with the built-in plugin and every selected entry-point plugin, in name order;
+    the plugins that failed to import or register; the ones registered."""
+    pm = _new_manager()
     failures, loaded = [], [(BUILTIN, "built-in")]
     selected = _selected()
     found = set()
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        if ep.name in found:  # the same name twice on the path: the first one wins
+            continue
         found.add(ep.name)
         if selected is not None and ep.name not in selected:
             continue
         try:
-            pm.register(ep.load(), name=ep.name)
-            pm.check_pending()
-            loaded.append((ep.name, _version(ep)))
-        except Exception as exc:  # a broken plugin is reported, never fatal unless --strict
-            failures.append(PluginFailure(ep.name, _version(ep), f"{type(exc).__name__}: {exc}"))
+            _register(pm, ep.load(), ep.name)
+        except (Exception, SystemExit) as exc:  # a broken plugin is reported, never fatal unless --strict
+            failures.append(PluginFailure(ep.name, _version(ep), _error(exc)))
+            continue
+        loaded.append((ep.name, _version(ep)))
     for name in sorted((selected or set()) - found):
-        failures.append(PluginFailure(name, "?", f"named in {ENV_PLUGINS} but not installed"))
+        failures.append(PluginFailure(name, "?", f"named in {ENV_PLUGINS} but no installed plugin has that name"))
     return pm, tuple(failures), tuple(loaded)
 
 
-def _tool_spec(raw: Any, plugin: str) -> ToolSpec:
+# -- validation of what hooks return -----------------------------------------------------
+
+def _check_pattern(pattern: Any, where: str) -> str:
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise PluginError(f"{where}: a tool name must be a non-empty string, got {pattern!r}")
+    try:
+        re.compile(fnmatch.translate(pattern))
+    except re.error as exc:  # pragma: no cover - fnmatch escapes nearly everything
+        raise PluginError(f"{where}: bad glob {pattern!r}: {exc}") from None
+    return pattern
+
+
+def _check_placeholder(placeholder: Any, where: str) -> Template | None:
+    if isinstance(placeholder, Template):
+        placeholder = placeholder.text
+    if placeholder is None:
+        return None
+    if not isinstance(placeholder, str):
+        raise PluginError(f"{where}: placeholder must be a string, got {type(placeholder).__name__}")
+    try:
+        return Template.compile(placeholder, RESULT_VARIABLES)
+    except TemplateError as exc:
+        raise PluginError(f"{where}: {exc}") from None
+
+
+def tool_spec(raw: Any, plugin: str) -> ToolSpec:
+    """Validate one entry of ``rules_compact_tools()`` (a ToolSpec or a dict) and return it as
+    a ToolSpec whose ``source`` is ``plugin``; raises PluginError naming the plugin."""
+    where = f"plugin {plugin}"
     if isinstance(raw, ToolSpec):
-        return ToolSpec(raw.pattern, raw.compact, raw.placeholder, raw.source or plugin, raw.summarize)
-    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("compact"), bool):
-        raise PluginError(f"plugin {plugin}: a tool spec needs a string 'name' and a bool 'compact', got {raw!r}")
-    unknown = set(raw) - {"name", "compact", "placeholder", "summarize"}
-    if unknown:
-        raise PluginError(f"plugin {plugin}: unknown tool spec key(s) {', '.join(sorted(unknown))} in "
-                          f"{raw['name']!r}; allowed: name, compact, placeholder, summarize")
-    placeholder = raw.get("placeholder")
-    if placeholder is not None:
-        try:
-            placeholder = Template.compile(placeholder, RESULT_VARIABLES + ("summary",))
-        except TemplateError as exc:
-            raise PluginError(f"plugin {plugin}: tool {raw['name']!r}: {exc}") from None
-    summarize = raw.get("summarize")
+        name, compact, placeholder, summarize = raw.pattern, raw.compact, raw.placeholder, raw.summarize
+    elif isinstance(raw, dict):
+        unknown = set(raw) - set(TOOL_KEYS)
+        if unknown:
+            raise PluginError(f"{where}: unknown tool spec key(s) {', '.join(sorted(map(str, unknown)))} in "
+                              f"{raw.get('name')!r}; allowed: {', '.join(TOOL_KEYS)}")
+        if "name" not in raw or "compact" not in raw:
+            raise PluginError(f"{where}: a tool spec needs 'name' and 'compact', got {raw!r}")
+        name, compact, placeholder, summarize = (raw.get(k) for k in TOOL_KEYS)
+    else:
+        raise PluginError(f"{where}: a tool spec must be a ToolSpec or a dict, got {type(raw).__name__} {raw!r}")
+    name = _check_pattern(name, where)
+    where = f"{where}: tool {name!r}"
+    if not isinstance(compact, bool):
+        raise PluginError(f"{where}: compact must be true or false, got {compact!r}")
+    template = _check_placeholder(placeholder, where)
     if summarize is not None and not callable(summarize):
-        raise PluginError(f"plugin {plugin}: tool {raw['name']!r}: summarize must be callable")
-    return ToolSpec(raw["name"], raw["compact"], placeholder, plugin, summarize)
+        raise PluginError(f"{where}: summarize must be callable (content, call) -> str, got {summarize!r}")
+    return ToolSpec(name, compact, template, plugin, summarize)
 
 
-def _collect(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, Any]]:
-    """``(plugin name, result)`` for every implementation, oldest registration first."""
-    out = []
-    for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
-        result = impl.function()
-        if result is not None:
-            out.append((impl.plugin_name, result))
+def _same(a: ToolSpec, b: ToolSpec) -> bool:
+    """Whether two specs of one pattern carry the same metadata."""
+    return (a.compact == b.compact and (a.placeholder and a.placeholder.text) == (b.placeholder and b.placeholder.text)
+            and a.summarize is b.summarize)
+
+
+def _listed(result: Any, hook: str) -> list:
+    if isinstance(result, (str, bytes, dict)) or not isinstance(result, Iterable):
+        raise PluginError(f"{hook}() must return a list, got {type(result).__name__}")
+    return list(result)
+
+
+def _check_kind(kind: Any, cls: type, hook: str) -> None:
+    if not isinstance(kind, cls):
+        raise PluginError(f"{hook}() must return {cls.__name__} objects, got {kind!r}")
+    if not isinstance(kind.name, str) or not kind.name:
+        raise PluginError(f"{hook}(): a {cls.__name__} needs a non-empty name, got {kind.name!r}")
+    if not callable(kind.compile):
+        raise PluginError(f"{hook}(): {cls.__name__} {kind.name!r}: compile must be callable")
+    if kind.schema is not None:
+        if not isinstance(kind.schema, dict):
+            raise PluginError(f"{hook}(): {cls.__name__} {kind.name!r}: schema must be a dict (a JSON Schema)")
+        try:
+            Draft202012Validator.check_schema(kind.schema)
+        except SchemaError as exc:
+            raise PluginError(f"{hook}(): {cls.__name__} {kind.name!r}: invalid JSON Schema: {exc.message}") from None
+
+
+@dataclass
+class _Contribution:
+    matchers: dict[str, MatcherKind] = field(default_factory=dict)
+    actions: dict[str, ActionKind] = field(default_factory=dict)
+    estimators: dict[str, Estimator] = field(default_factory=dict)
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+
+
+def _results(pm: pluggy.PluginManager, plugin: str, hook: str) -> list:
+    return [impl.function() for impl in getattr(pm.hook, hook).get_hookimpls() if impl.plugin_name == plugin]
+
+
+def _contribution(pm: pluggy.PluginManager, plugin: str, owners: dict[tuple[str, str], str]) -> _Contribution:
+    """Call one plugin's hooks and validate the results; raise on the first problem."""
+    out = _Contribution()
+    for hook, cls, kinds, label in (("rules_compact_matchers", MatcherKind, out.matchers, "matcher"),
+                                    ("rules_compact_actions", ActionKind, out.actions, "action")):
+        for result in _results(pm, plugin, hook):
+            for kind in _listed(result, hook) if result is not None else ():
+                _check_kind(kind, cls, hook)
+                owner = owners.get((label, kind.name)) or (plugin if kind.name in kinds else None)
+                if owner is not None:
+                    raise PluginError(f"{label} {kind.name!r} is already defined by plugin {owner}")
+                kinds[kind.name] = kind
+    for result in _results(pm, plugin, "rules_compact_estimators"):
+        if result is None:
+            continue
+        if not isinstance(result, dict):
+            raise PluginError(f"rules_compact_estimators() must return a dict, got {type(result).__name__}")
+        for name, estimate in result.items():
+            if not isinstance(name, str) or not name or not callable(estimate):
+                raise PluginError(f"rules_compact_estimators(): {name!r} must map a name to estimate(text) -> int")
+            owner = owners.get(("estimator", name))
+            if owner is not None:
+                raise PluginError(f"estimator {name!r} is already defined by plugin {owner}")
+            out.estimators[name] = estimate
+    for result in _results(pm, plugin, "rules_compact_tools"):
+        for raw in _listed(result, "rules_compact_tools") if result is not None else ():
+            spec = tool_spec(raw, plugin)
+            other = out.tools.get(spec.pattern)
+            if other is not None and not _same(other, spec):
+                raise PluginError(f"tool {spec.pattern!r} is declared twice with different metadata")
+            out.tools.setdefault(spec.pattern, spec)
     return out
 
 
-def _kinds(pm, hook: str, cls: type) -> dict:
-    kinds: dict = {}
-    for plugin, result in _collect(pm, hook):
-        for kind in result:
-            if not isinstance(kind, cls):
-                raise PluginError(f"plugin {plugin}: {hook} must return {cls.__name__} objects, got {kind!r}")
-            if kind.name in kinds:
-                raise PluginError(f"plugin {plugin}: {cls.__name__} {kind.name!r} is already defined")
-            kinds[kind.name] = kind
-    return kinds
+def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: Iterable[tuple[str, str]],
+           strict: bool = False) -> Registry:
+    """Merge every registered plugin's contribution, in registration order (built-in first).
+    A plugin whose hooks fail is skipped and recorded (raised when ``strict``)."""
+    failures, plugins = list(failures), []
+    matchers: dict[str, MatcherKind] = {}
+    actions: dict[str, ActionKind] = {}
+    estimators: dict[str, Estimator] = {}
+    tools: dict[str, ToolSpec] = {}
+    owners: dict[tuple[str, str], str] = {}
+    conflicts = []
+    for name, version in loaded:
+        try:
+            part = _contribution(pm, name, owners)
+        except Exception as exc:
+            if name == BUILTIN or strict:
+                raise PluginError(f"plugin {name} {version}: {_error(exc)}") from exc
+            failures.append(PluginFailure(name, version, _error(exc)))
+            pm.unregister(name=name)
+            continue
+        plugins.append((name, version))
+        for label, kinds, target in (("matcher", part.matchers, matchers), ("action", part.actions, actions),
+                                     ("estimator", part.estimators, estimators)):
+            target.update(kinds)
+            owners.update(((label, k), name) for k in kinds)
+        for spec in part.tools.values():
+            other = tools.get(spec.pattern)
+            if other is None:
+                tools[spec.pattern] = spec
+            elif not _same(other, spec):
+                conflicts.append((other, spec))
+    return Registry(matchers=matchers, actions=actions, estimators=estimators, tools=tuple(tools.values()),
+                    conflicts=tuple(conflicts), failures=tuple(failures), plugins=tuple(plugins), owners=owners)
 
 
 @lru_cache(maxsize=None)
+def _default_registry() -> Registry:
+    return _build(*plugin_manager())
+
+
+_overrides: list[Registry] = []
+
+
 def registry() -> Registry:
-    """Build the registry once per process (plugins load here, lazily)."""
-    pm, failures, loaded = plugin_manager()
-    estimators: dict[str, Estimator] = {}
-    for plugin, result in _collect(pm, "rules_compact_estimators"):
-        estimators.update(result)
-    tools: dict[str, ToolSpec] = {}
-    conflicts = []
-    for plugin, result in _collect(pm, "rules_compact_tools"):
-        for raw in result:
-            spec = _tool_spec(raw, plugin)
-            other = tools.get(spec.pattern)
-            if other is not None and (other.compact, other.placeholder) != (spec.compact, spec.placeholder):
-                conflicts.append((other, spec))
-            tools.setdefault(spec.pattern, spec)
-    return Registry(
-        matchers=_kinds(pm, "rules_compact_matchers", MatcherKind),
-        actions=_kinds(pm, "rules_compact_actions", ActionKind),
-        estimators=estimators, tools=tuple(tools.values()), conflicts=tuple(conflicts),
-        failures=failures, plugins=loaded)
+    """The registry: built once per process on first use (plugins load here, lazily), or the
+    one a :func:`use_plugins` block set up."""
+    if _overrides:
+        return _overrides[-1]
+    return _default_registry()
+
+
+@contextmanager
+def use_plugins(plugins: Iterable[object] = ()) -> Iterator[Registry]:
+    """Within the block, the registry holds the built-in plugin and exactly ``plugins``
+    (modules or objects with ``@hookimpl`` functions), whatever is installed.  Any problem
+    with them raises PluginError.  For tests: see ``rules_compact.testing``."""
+    pm = _new_manager()
+    loaded = [(BUILTIN, "built-in")]
+    for plugin in plugins:
+        name = getattr(plugin, "__name__", None) or type(plugin).__name__
+        try:
+            _register(pm, plugin, name)
+        except Exception as exc:
+            raise PluginError(f"plugin {name}: {_error(exc)}") from exc
+        loaded.append((name, str(getattr(plugin, "__version__", "?"))))
+    reg = _build(pm, (), loaded, strict=True)
+    _overrides.append(reg)
+    try:
+        yield reg
+    finally:
+        _overrides.remove(reg)
+
+
+# -- the extended schema -----------------------------------------------------------------
+
+def _fragment(kind: MatcherKind | ActionKind, plugin: str | None) -> dict:
+    fragment = copy.deepcopy(kind.schema) if kind.schema is not None else {}
+    if kind.description and "description" not in fragment:
+        fragment["description"] = kind.description
+    if plugin is not None:
+        fragment["x-rules-compact-plugin"] = plugin
+    return fragment
+
+
+def _accepts_null(fragment: dict, schema: dict) -> bool:
+    """Whether an action's options schema accepts no options (``action: NAME``)."""
+    try:
+        defs = {**schema.get("$defs", {}), **fragment.get("$defs", {})}
+        return Draft202012Validator({**fragment, "$defs": defs}).is_valid(None)
+    except Exception:  # an unresolvable $ref: be safe, require the mapping form
+        return False
+
+
+_schemas: dict[tuple[int, int], tuple[dict, Registry, dict]] = {}
 
 
 def extended_schema(base: dict, reg: Registry) -> dict:
-    """The rule-file schema with every plugin matcher's and action's options schema added."""
-    extra_m = {k.name: k.schema for k in reg.matchers.values() if k.schema is not None}
-    extra_a = {k.name: k.schema for k in reg.actions.values() if k.schema is not None}
-    if not extra_m and not extra_a:
-        return base
-    schema = copy.deepcopy(base)
-    schema["$defs"]["matcher"]["properties"].update(extra_m)
-    action = schema["$defs"]["action"]["anyOf"]
-    action[1]["properties"].update(extra_a)
-    action[0]["enum"] = action[0]["enum"] + [n for n in extra_a if n not in action[0]["enum"]]
+    """The rule-file schema with every plugin matcher's and action's options schema added
+    (a kind with no schema accepts any options).  An action whose schema accepts null may
+    also be written as a bare name.  Do not modify the result: it is shared."""
+    key = (id(base), id(reg))
+    hit = _schemas.get(key)
+    if hit is not None and hit[0] is base and hit[1] is reg:
+        return hit[2]
+    matcher_props = base["$defs"]["matcher"]["properties"]
+    action_props = base["$defs"]["action"]["anyOf"][1]["properties"]
+    extra_m = {n: _fragment(k, reg.owners.get(("matcher", n))) for n, k in reg.matchers.items()
+               if n not in matcher_props}
+    extra_a = {n: _fragment(k, reg.owners.get(("action", n))) for n, k in reg.actions.items()
+               if n not in action_props}
+    schema = base
+    if extra_m or extra_a:
+        schema = copy.deepcopy(base)
+        schema["$defs"]["matcher"]["properties"].update(extra_m)
+        action = schema["$defs"]["action"]["anyOf"]
+        action[1]["properties"].update(extra_a)
+        bare = [n for n, fragment in extra_a.items() if _accepts_null(fragment, schema)]
+        action[0]["enum"] = action[0]["enum"] + [n for n in bare if n not in action[0]["enum"]]
+    if len(_schemas) > 16:
+        _schemas.clear()
+    _schemas[key] = (base, reg, schema)
     return schema
 
 
 def reset() -> None:
     """Forget loaded plugins (tests, or after installing a plugin in a running process)."""
     plugin_manager.cache_clear()
-    registry.cache_clear()
+    _default_registry.cache_clear()
+    _schemas.clear()

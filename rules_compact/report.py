@@ -75,6 +75,7 @@ class Report:
 
     format: str
     passes: tuple[PassReport, ...] = field(default_factory=tuple)
+    budget_checks: tuple[tuple[str, int, int], ...] = ()  # (rule set, final tokens, threshold)
 
     @property
     def items_changed(self) -> int:
@@ -98,7 +99,8 @@ class Report:
 
     @property
     def over_budget(self) -> bool:
-        return any(p.over_budget for p in self.passes)
+        """Whether the final output is over any rule file's ``over_budget_tokens``."""
+        return any(tokens > limit for _, tokens, limit in self.budget_checks)
 
     def to_dict(self) -> dict:
         """JSON-ready form, as written by ``apply --report``."""
@@ -110,6 +112,8 @@ class Report:
             "chars_before": self.chars_before,
             "chars_after": self.chars_after,
             "over_budget": self.over_budget,
+            "budget_checks": [{"ruleset": n, "tokens": t, "over_budget_tokens": lim}
+                              for n, t, lim in self.budget_checks],
             "passes": [
                 {**{k: v for k, v in asdict(p).items() if k != "decisions"},
                  "changed": p.changed, "over_budget": p.over_budget, "saved_by_rule": p.saved_by_rule(),

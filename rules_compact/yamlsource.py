@@ -67,6 +67,9 @@ class _Builder:
                 self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
                 return None
             return [self.build(child, join_path(path, i), depth + 1) for i, child in enumerate(node.value)]
+        if not node.tag.startswith("tag:yaml.org,2002:") or "python/" in node.tag:
+            self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
+            return None
         try:
             return self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
@@ -131,6 +134,8 @@ def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
         return None, {}, {}, [Problem(file, 1, 1, "the document nests too deeply")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        if "quoted scalar" in (getattr(exc, "context", None) or "") and getattr(exc, "context_mark", None):
+            mark = exc.context_mark  # an unclosed quote: point at where it opens
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         return None, {}, {}, [Problem(file, line, col, _yaml_message(exc))]
     finally:

@@ -122,6 +122,11 @@ def small_text(astral: bool = False, max_size: int = 20):
     return st.text(alphabet=st.sampled_from(ALPHABET + ASTRAL if astral else ALPHABET), max_size=max_size)
 
 
+def words(astral: bool = False, default: str = "go on"):
+    """Text with something other than whitespace in it (a user turn for every reading)."""
+    return small_text(astral).map(lambda t: t if t.strip() else default)
+
+
 def boundary_texts(astral: bool = False) -> list[str]:
     """Texts exactly at, just under and just over the presets' thresholds, in chars and bytes."""
     texts = []
@@ -198,12 +203,12 @@ def openai_conversation(draw, *, astral: bool = False, big_sizes=(), max_steps: 
     msgs: list = []
     if draw(st.booleans()):
         msgs.append({"role": "system", "content": "You are a helpful agent."})
-    msgs.append({"role": "user", "content": draw(small_text(astral)) or "Fix the bug."})
+    msgs.append({"role": "user", "content": draw(words(astral, "Fix the bug."))})
     text = result_text(astral=astral, big_sizes=big_sizes)
     for _ in range(draw(st.integers(0, max_steps))):
         step = draw(st.sampled_from(["calls", "calls", "calls", "calls", "user", "assistant"]))
         if step == "user":
-            choices = [draw(small_text(astral)) or "go on", ""]
+            choices = [draw(words(astral)), ""]
             if blank_user:
                 choices.append("  \n")
             msgs.append({"role": "user", "content": draw(st.sampled_from(choices))})
@@ -281,17 +286,17 @@ def anthropic_conversation(draw, *, astral: bool = False, big_sizes=(), max_step
     (in canonical or interleaved order), tool_result blocks with is_error, orphans, dangling calls,
     user turns in string or block form, text-only assistant answers."""
     ids = iter(range(10_000))
-    msgs: list = [{"role": "user", "content": draw(small_text(astral)) or "Fix the bug."}]
+    msgs: list = [{"role": "user", "content": draw(words(astral, "Fix the bug."))}]
     text = result_text(astral=astral, big_sizes=big_sizes)
     for _ in range(draw(st.integers(0, max_steps))):
         step = draw(st.sampled_from(["tools", "tools", "tools", "tools", "user", "answer"]))
         if step == "user":
-            choices = [draw(small_text(astral)) or "go on"]
+            choices = [draw(words(astral))]
             if blank_user:
                 choices.append("   ")
-            words = draw(st.sampled_from(choices))
+            said = draw(st.sampled_from(choices))
             msgs.append({"role": "user", "content": draw(st.sampled_from(
-                [words, [{"type": "text", "text": words}]]))})
+                [said, [{"type": "text", "text": said}]]))})
             continue
         if step == "answer":
             blocks = [{"type": "text", "text": draw(small_text(astral)) or "Done."}]
@@ -309,7 +314,7 @@ def anthropic_conversation(draw, *, astral: bool = False, big_sizes=(), max_step
         if interleave and draw(st.integers(0, 3)) == 0:
             blocks = thinking + list(draw(st.permutations(texts + uses)))
         msgs.append({"role": "assistant", "content": blocks})
-        answered = [u for u in uses if not dangling or draw(st.integers(0, 9)) > 0]
+        answered = [u for u in uses if not dangling or draw(st.integers(0, 19)) > 0]  # ~5% dangling
         if shuffle_results and len(answered) > 1 and draw(st.integers(0, 3)) == 0:
             answered = draw(st.permutations(answered))
         results = []
