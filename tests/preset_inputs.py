@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 from functools import lru_cache
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def scaled_anthropic_trace(messages: list, copies: int, thinking: str | None = N
 # text
 # ---------------------------------------------------------------------------
 
-# A fixed alphabet keeps generation fast.  Characters whose handling differs between Python and the
+# Texts come from fixed pools built from one alphabet (fast to draw).  Characters whose handling differs between Python and the
 # originals are left out unless asked for: surrogates (the engine cannot UTF-8 encode them),
 # U+001C..U+001F (whitespace for Python's strip(), not for Go's TrimSpace), and astral-plane
 # characters (2 UTF-16 units in JavaScript) unless ``astral=True``.
@@ -118,8 +119,21 @@ ALPHABET = list("abcXYZ 019_-.:/{}[]\"'\n\t\r") + [
 ASTRAL = ["😀", "𝔘", "🜁"]  # 4-byte UTF-8, 2 UTF-16 units
 
 
+def _pool(alphabet: list[str], seed: int) -> list[str]:
+    """Fixed texts from the alphabet: one draw picks a whole text, which keeps generation fast."""
+    rng = random.Random(seed)
+    texts = ["", " ", "a", "ok", "hello world", "Error: boom", "I will retry", "line1\nline2\n", "a\r\nb\rc"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 20))) for _ in range(60)]
+    return texts
+
+
+TEXTS = _pool(ALPHABET, 0)
+TEXTS_ASTRAL = TEXTS + _pool(ALPHABET + ASTRAL * 4, 1)
+
+
 def small_text(astral: bool = False, max_size: int = 20):
-    return st.text(alphabet=st.sampled_from(ALPHABET + ASTRAL if astral else ALPHABET), max_size=max_size)
+    """A short text (at most ``max_size`` characters) from the fixed pools."""
+    return st.sampled_from([t for t in (TEXTS_ASTRAL if astral else TEXTS) if len(t) <= max_size])
 
 
 def words(astral: bool = False, default: str = "go on"):
@@ -155,11 +169,11 @@ PLACEHOLDER_TEXTS = [
 
 
 @st.composite
-def result_text(draw, *, astral: bool = False, big_sizes=(), placeholders: bool = True):
+def result_text(draw, *, astral: bool = False, big_sizes=(), big_weight: int = 2, placeholders: bool = True):
     """A tool result's text: empty, blank, small, multi-line, at a threshold, big, or a placeholder."""
-    kinds = ["empty", "blank", "small", "multiline", "boundary"]
+    kinds = ["empty", "blank", "small", "multiline", "boundary", "boundary"]
     if big_sizes:
-        kinds += ["big", "big"]
+        kinds += ["big"] * big_weight
     if placeholders:
         kinds.append("placeholder")
     kind = draw(st.sampled_from(kinds))
@@ -191,12 +205,16 @@ TOOL_NAMES = [
     "bash", "webfetch", "filesystem_read_file", "filesystem_grep", "filesystem_edit", "filesystem_write_file",
     "filesystem_glob", "Read", "Grep", "skill", "mcp__x__y",
 ]
+# mostly neo-code's whitelisted tools, so that spans with clearable results are common
+SPAN_TOOL_NAMES = ["bash", "bash", "webfetch", "filesystem_read_file", "filesystem_grep", "filesystem_glob",
+                   "filesystem_edit", "filesystem_write_file", "Read", "Grep", "skill"]
 
 
 @st.composite
-def openai_conversation(draw, *, astral: bool = False, big_sizes=(), max_steps: int = 18,
-                        names=TOOL_NAMES, list_content: bool = False, blank_user: bool = True,
-                        tags: bool = False, shuffle_results: bool = True, exit_message: bool = True):
+def openai_conversation(draw, *, astral: bool = False, big_sizes=(), big_weight: int = 2, min_steps: int = 0,
+                        max_steps: int = 18, names=TOOL_NAMES, list_content: bool = False, blank_user: bool = True,
+                        tags: bool = False, shuffle_results: bool = True, exit_message: bool = True,
+                        end_user: int = 1):
     """An OpenAI conversation: parallel calls, errors (is_error: true), orphans (unknown or missing
     tool_call_id), dangling calls, empty/blank/boundary/big results, non-ASCII text, reasoning."""
     ids = iter(range(10_000))
@@ -204,8 +222,8 @@ def openai_conversation(draw, *, astral: bool = False, big_sizes=(), max_steps: 
     if draw(st.booleans()):
         msgs.append({"role": "system", "content": "You are a helpful agent."})
     msgs.append({"role": "user", "content": draw(words(astral, "Fix the bug."))})
-    text = result_text(astral=astral, big_sizes=big_sizes)
-    for _ in range(draw(st.integers(0, max_steps))):
+    text = result_text(astral=astral, big_sizes=big_sizes, big_weight=big_weight)
+    for _ in range(draw(st.integers(min_steps, max_steps))):
         step = draw(st.sampled_from(["calls", "calls", "calls", "calls", "user", "assistant"]))
         if step == "user":
             choices = [draw(words(astral)), ""]
@@ -249,6 +267,8 @@ def openai_conversation(draw, *, astral: bool = False, big_sizes=(), max_steps: 
             if draw(st.integers(0, 3)) == 0:
                 orphan["is_error"] = True
             msgs.append(orphan)
+    for _ in range(draw(st.integers(0, end_user))):  # the request often ends with user turns
+        msgs.append({"role": "user", "content": draw(words(astral))})
     if exit_message and draw(st.integers(0, 4)) == 0:
         msgs.append({"role": "exit", "content": "Submitted."})
     return msgs
@@ -281,7 +301,7 @@ def _assistant_text(draw, astral, big_sizes):
 def anthropic_conversation(draw, *, astral: bool = False, big_sizes=(), max_steps: int = 16,
                            names=TOOL_NAMES, list_content: bool = False, interleave: bool = True,
                            thinking_on_final: bool = True, blank_user: bool = True,
-                           shuffle_results: bool = True, dangling: bool = True):
+                           shuffle_results: bool = True, dangling: bool = True, end_user: int = 1):
     """An Anthropic conversation: thinking / redacted thinking, text and parallel tool_use blocks
     (in canonical or interleaved order), tool_result blocks with is_error, orphans, dangling calls,
     user turns in string or block form, text-only assistant answers."""
@@ -330,4 +350,6 @@ def anthropic_conversation(draw, *, astral: bool = False, big_sizes=(), max_step
             results.append({"type": "tool_result", "tool_use_id": f"ghost_{next(ids)}", "content": draw(text)})
         if results:
             msgs.append({"role": "user", "content": results})
+    for _ in range(draw(st.integers(0, end_user))):
+        msgs.append({"role": "user", "content": draw(words(astral))})
     return msgs
