@@ -2,12 +2,13 @@
 
 from .engine import Result, compact
 from .errors import ConfigError, InputError, Problem, RulesCompactError
+from .hookspecs import hookimpl
 from .loader import check_rules, load_rules, parse_rules
 from .model import RuleSet
 from .report import Decision, PassReport, Report
 
 __all__ = [
     "compact", "load_rules", "parse_rules", "check_rules", "Result", "RuleSet", "Report", "PassReport",
-    "Decision", "RulesCompactError", "ConfigError", "InputError", "Problem",
+    "Decision", "RulesCompactError", "ConfigError", "InputError", "Problem", "hookimpl",
 ]
 __version__ = "0.1.0"

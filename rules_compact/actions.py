@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from .estimators import utf16_len
 from .formats import Item
 from .templates import Template, result_variables
 
@@ -27,7 +28,7 @@ class Editor(Protocol):
     def message(self, index: int) -> dict: ...
     def replace(self, index: int, message: dict) -> None: ...
     def result_text(self, item: Item) -> str: ...
-    def set_result_text(self, item: Item, text: str) -> None: ...
+    def set_result_text(self, item: Item, text: str, as_string: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ def _placeholder(options, ctx, path) -> Action:
     explicit = ctx.template(options["text"], text_path) if options.get("text") else None
     summary = ctx.template(options.get("summary_text", DEFAULT_SUMMARY), f"{path}.summary_text",
                            extra=("summary",)) if options.get("summary") else None
+    as_string = options.get("as_string", False)
 
     def placeholder(item: Item, ed: Editor) -> str | None:
         if item.kind != "tool_result":
@@ -76,7 +78,7 @@ def _placeholder(options, ctx, path) -> Action:
                 template = summary
             except Exception as exc:  # a plugin's summarizer must never break compaction
                 note = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
-        ed.set_result_text(item, template.render(values))
+        ed.set_result_text(item, template.render(values), as_string)
         return note
 
     templates = tuple(t for t in (explicit, summary) if t is not None)
@@ -93,6 +95,7 @@ def _summarize(spec, content: str, call: dict | None) -> str:
 def _truncate(options, ctx, path) -> Action:
     options = options or {}
     head, tail = options.get("head", 0), options.get("tail", 0)
+    as_string = options.get("as_string", False)
     marker = ctx.template(options.get("marker", DEFAULT_TRUNCATE_MARKER), f"{path}.marker",
                           extra=("omitted",))
     if marker is None:
@@ -110,7 +113,7 @@ def _truncate(options, ctx, path) -> Action:
         values = result_variables(current, item.tool_name, item.tool_call_id, ed.view.estimate(current))
         new = current[:head] + marker.render({**values, "omitted": omitted}) + current[len(current) - tail:]
         if len(new) < len(current):
-            ed.set_result_text(item, new)
+            ed.set_result_text(item, new, as_string)
         return None
 
     return Action("truncate", truncate)
@@ -126,17 +129,25 @@ def _strip_text(options, ctx, path) -> Action:
         ctx.recognise(re.compile(re.escape(marker)))
     text_first = options.get("text_first", False)
     keep_thinking = options.get("keep_thinking", False)
+    keep_text = options.get("keep_text", False)
+    tool_turns_only = options.get("tool_turns_only", True)
+    drop_other = options.get("drop_other_blocks", False)
+    length = utf16_len if options.get("length") == "utf16" else len
 
     def keep(text: str) -> bool:
-        return any(p.search(text) for p in patterns) or (max_chars is not None and len(text) <= max_chars)
+        return (keep_text or any(p.search(text) for p in patterns)
+                or (max_chars is not None and length(text) <= max_chars))
 
     def strip_text(item: Item, ed: Editor) -> str | None:
-        if item.kind != "assistant" or not item.call_ids:
-            return "strip-text applies to assistant turns with tool calls"
+        if item.kind != "assistant" or (tool_turns_only and not item.call_ids):
+            return "strip-text applies to assistant turns" + (" with tool calls" if tool_turns_only else "")
         latest = item.msg_index == ed.view.last_assistant
-        message = ed.message(item.msg_index)
-        ed.replace(item.msg_index, ed.view.fmt.strip_text(
-            message, keep, marker, text_first and not latest, keep_thinking or latest))
+        fmt = ed.view.fmt
+        new = fmt.strip_text(ed.message(item.msg_index), keep, marker, text_first and not latest,
+                             keep_thinking or latest, drop_other)
+        if fmt.is_empty(new):
+            return "left as it is: stripping would leave an empty message"
+        ed.replace(item.msg_index, new)
         return "latest assistant turn: thinking kept" if latest else None
 
     return Action("strip-text", strip_text)

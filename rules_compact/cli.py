@@ -22,12 +22,16 @@ from .report import PassReport, Report
 PROG = "rules-compact"
 
 
-def _rules(args) -> list:
-    reg = registry()
-    for failure in reg.failures:
+def _plugin_failures(args) -> None:
+    """Report plugins that failed to load; with --strict, stop."""
+    for failure in registry().failures:
         if getattr(args, "strict", False):
             raise PluginError(f"{failure} (--strict)")
         print(f"{PROG}: warning: {failure}; skipped", file=sys.stderr)
+
+
+def _rules(args) -> list:
+    _plugin_failures(args)
     return [load_rules(r) for r in (args.rules or ["default"])]
 
 
@@ -73,6 +77,7 @@ def summary(report: Report) -> str:
 
 
 def cmd_validate(args) -> int:
+    _plugin_failures(args)
     failed = False
     for path in args.rules:
         problems = check_rules(path)
@@ -132,6 +137,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_schema(args) -> int:
+    _plugin_failures(args)
     print(json.dumps(extended_schema(rule_schema(), registry()), indent=2))
     return 0
 

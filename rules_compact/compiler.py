@@ -10,7 +10,7 @@ import jmespath.exceptions
 
 from .actions import Action, ActionKind
 from .errors import Problem
-from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator
+from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from .matchers import MatcherKind
 from .model import Budget, Rule, RuleSet, ToolSpec, ToolTable, Trigger
 from .templates import RESULT_VARIABLES, Template, TemplateError
@@ -89,6 +89,15 @@ class CompileContext:
         self.patterns.append(pattern)
 
 
+def _mentions(spec: Any, key: str) -> bool:
+    """Whether a matcher spec uses ``key`` anywhere, sub-matchers included."""
+    if isinstance(spec, dict):
+        return key in spec or any(_mentions(v, key) for v in spec.values())
+    if isinstance(spec, list):
+        return any(_mentions(v, key) for v in spec)
+    return False
+
+
 def _matches_errors(spec: Any) -> bool:
     """Whether a matcher spec asks for ``is_error: true`` outside any ``not``."""
     if not isinstance(spec, dict):
@@ -111,12 +120,15 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         ctx.problem("defaults.estimator", f"unknown estimator {estimator_name!r}; allowed: "
                     + ", ".join(sorted(ctx.estimators)))
     error_when = ctx.matcher(data["error_when"], "error_when") if "error_when" in data else None
+    if "error_when" in data and _mentions(data["error_when"], "is_error"):
+        ctx.problem("error_when", "error_when defines what an error is, so it cannot use is_error")
     specs = []
     for name, meta in data.get("tools", {}).items():
         path = join_path("tools", name)
         tool_placeholder = ctx.template(meta["placeholder"], f"{path}.placeholder") if "placeholder" in meta else None
         specs.append(ToolSpec(str(name), meta["compact"], tool_placeholder, source))
     specs += plugin_tools
+    ctx.patterns += [s.placeholder.pattern for s in plugin_tools if s.placeholder is not None]
     if entries is None:
         entries = [(raw, ctx, f"rules[{i}]") for i, raw in enumerate(data.get("rules", []))]
     rules = []
@@ -139,8 +151,9 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         enabled=data.get("enabled", True),
         trigger=Trigger(trigger.get("tokens_over"), trigger.get("tool_results_over")),
         budget=Budget(budget.get("min_cleared_tokens"), budget.get("stop_at_tokens"),
-                      budget.get("stop_after_cleared_tokens")),
-        estimator_name=estimator_name, estimator=ctx.estimators.get(estimator_name, ESTIMATORS[DEFAULT_ESTIMATOR]),
+                      budget.get("stop_after_cleared_tokens"), budget.get("min_cleared_counts", "saved")),
+        estimator_name=estimator_name,
+        estimator=as_estimator(estimator_name, ctx.estimators.get(estimator_name, ESTIMATORS[DEFAULT_ESTIMATOR])),
         placeholder=placeholder or Template.compile(DEFAULT_PLACEHOLDER, RESULT_VARIABLES),
         over_budget_tokens=defaults.get("over_budget_tokens"),
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
@@ -161,5 +174,15 @@ def settle_conflicts(ctx: CompileContext, data: dict, conflicts) -> None:
         if first.pattern not in declared:
             ctx.problem("tools" if "tools" in data else "", (
                 f"tool {first.pattern!r} is declared differently by plugin {first.source} "
-                f"(compact: {str(first.compact).lower()}) and plugin {second.source} "
-                f"(compact: {str(second.compact).lower()}); settle it in this file's tools: section"))
+                f"({_metadata(first)}) and plugin {second.source} ({_metadata(second)}); "
+                "settle it in this file's tools: section"))
+
+
+def _metadata(spec: ToolSpec) -> str:
+    parts = [f"compact: {str(spec.compact).lower()}"]
+    if spec.placeholder is not None:
+        parts.append(f"placeholder: {spec.placeholder.text!r}")
+    if spec.summarize is not None:
+        parts.append(f"summarizer: {getattr(spec.summarize, '__module__', '?')}."
+                     f"{getattr(spec.summarize, '__qualname__', '?')}")
+    return ", ".join(parts)

@@ -46,8 +46,9 @@ class _Editor:
     def result_text(self, item: Item) -> str:
         return parts_text(self.view.fmt.result_content(self.out[item.msg_index], item))
 
-    def set_result_text(self, item: Item, text: str) -> None:
-        self.replace(item.msg_index, self.view.fmt.set_result_content(self.out[item.msg_index], item, text))
+    def set_result_text(self, item: Item, text: str, as_string: bool = False) -> None:
+        message = self.view.fmt.set_result_content(self.out[item.msg_index], item, text, as_string)
+        self.replace(item.msg_index, message)
 
 
 def _chars(fmt: Format, messages: list) -> int:
@@ -86,7 +87,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
     budget = ruleset.budget
     editor = _Editor(messages, view)
     message_tokens = list(view.message_tokens)
-    total, cleared = tokens, 0
+    total, cleared, removed = tokens, 0, 0
     decisions: list[Decision] = []
     for item in view.items:
         rule = _first_rule(ruleset, item, view)
@@ -107,14 +108,18 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
                     message_tokens[index] = new
                 total -= saved
                 cleared += saved
+                if touched:
+                    removed += max(saved, view.item_tokens(item)) if item.kind == "tool_result" else saved
         decisions.append(_decision(item, view, rule, saved, bool(touched), error, note))
 
     out, gate = editor.out, None
     if budget.min_cleared_tokens is not None:
-        gate = "passed" if cleared >= budget.min_cleared_tokens else "failed"
+        measured = removed if budget.min_cleared_counts == "removed" else cleared
+        gate = "passed" if measured >= budget.min_cleared_tokens else "failed"
         if gate == "failed":
             out, total = messages, tokens
-            why = f"minimum gate: would clear {cleared} < {budget.min_cleared_tokens} tokens"
+            why = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
+                   + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
             decisions = [_unapplied(d, why) if d.changed else d for d in decisions]
     answered = {it.tool_call_id for it in view.items if it.kind == "tool_result"}
     dangling = tuple(cid for it in view.items if it.dangling for cid in it.call_ids if cid not in answered)
@@ -179,7 +184,7 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
 
 def _tokens(fmt: Format, messages: list, ruleset: RuleSet) -> int:
     estimate = ruleset.estimator
-    return sum(estimate(piece) for m in messages for piece in fmt.message_pieces(m) if piece)
+    return sum(estimate.of_message(m, fmt.message_pieces(m)) for m in messages)
 
 
 def iter_items(messages: list, format: str | None = None) -> Iterable[Item]:

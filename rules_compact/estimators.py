@@ -1,31 +1,97 @@
-"""Token estimators: a name maps to a function from text to an estimated token count."""
+"""Token estimators and text lengths.
+
+An estimator turns text into an estimated token count.  Most work piece by piece (a text
+block, a tool name, a call's arguments); one that needs the whole message, such as
+LangChain's approximate counter, also defines ``message``.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
-Estimator = Callable[[str], int]
-
-
-def chars4(text: str) -> int:
-    """Characters / 4, rounded half up (opencode's ``Token.estimate``)."""
-    return (len(text) + 2) // 4
+__all__ = ["Estimator", "ESTIMATORS", "DEFAULT_ESTIMATOR", "utf8_len", "utf16_len", "as_estimator"]
 
 
-def chars4_ceil(text: str) -> int:
-    """Characters / 4, rounded up."""
-    return (len(text) + 3) // 4
+def utf8_len(text: str) -> int:
+    """UTF-8 bytes; lone surrogates (valid in JSON) count as 3 bytes instead of failing."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
-def bytes4(text: str) -> int:
-    """UTF-8 bytes / 4, rounded half up; closer for non-ASCII text."""
-    return (len(text.encode("utf-8")) + 2) // 4
+def utf16_len(text: str) -> int:
+    """UTF-16 code units, as JavaScript's ``length`` counts."""
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """``text(piece) -> tokens``; ``message(msg, pieces) -> tokens`` if not the pieces' sum."""
+
+    name: str
+    text: Callable[[str], int]
+    message: Callable[[Any, list[str]], int] | None = None
+    description: str = ""
+
+    def __call__(self, text: str) -> int:
+        return self.text(text)
+
+    def of_message(self, msg: Any, pieces: Iterable[str]) -> int:
+        if self.message is not None:
+            return self.message(msg, list(pieces))
+        return sum(self.text(p) for p in pieces if p)
+
+
+def as_estimator(name: str, value: Any) -> Estimator:
+    """Plugins may register an Estimator or a plain ``text -> tokens`` function."""
+    return value if isinstance(value, Estimator) else Estimator(name, value)
+
+
+def _half_up(units: int) -> int:
+    return (units + 2) // 4
+
+
+def _langchain_message(msg: Any, pieces: list[str]) -> int:
+    """LangChain's ``count_tokens_approximately``: ceil(chars / 4) + 3 per message, where chars
+    are the content, the role, the tool call id, the name, and the repr of the tool calls."""
+    if not isinstance(msg, dict):
+        return 0
+    content = msg.get("content")
+    chars = len(content) if isinstance(content, str) else len(repr(content)) if content else 0
+    role = msg.get("role") if isinstance(msg.get("role"), str) else ""
+    calls = msg.get("tool_calls")
+    if role == "assistant" and isinstance(calls, list) and calls and not isinstance(content, list):
+        chars += len(repr([_lc_call(c) for c in calls]))
+    if role == "tool" and isinstance(msg.get("tool_call_id"), str):
+        chars += len(msg["tool_call_id"])
+    chars += len(role)
+    if isinstance(msg.get("name"), str):
+        chars += len(msg["name"])
+    return math.ceil(chars / 4.0) + 3
+
+
+def _lc_call(call: Any) -> dict:
+    fn = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except (TypeError, ValueError):
+        args = {}
+    return {"name": fn.get("name"), "args": args, "id": call.get("id") if isinstance(call, dict) else None,
+            "type": "tool_call"}
 
 
 ESTIMATORS: dict[str, Estimator] = {
-    "chars4": chars4,
-    "chars4_ceil": chars4_ceil,
-    "bytes4": bytes4,
+    e.name: e
+    for e in [
+        Estimator("chars4", lambda t: _half_up(len(t)), description="characters / 4, rounded half up"),
+        Estimator("chars4_ceil", lambda t: (len(t) + 3) // 4, description="characters / 4, rounded up"),
+        Estimator("bytes4", lambda t: _half_up(utf8_len(t)), description="UTF-8 bytes / 4, rounded half up"),
+        Estimator("utf16_4", lambda t: _half_up(utf16_len(t)),
+                  description="UTF-16 code units / 4, rounded half up (JavaScript's Math.round(length / 4))"),
+        Estimator("langchain_approx", lambda t: math.ceil(len(t) / 4.0), _langchain_message,
+                  description="LangChain's count_tokens_approximately (OpenAI-shaped messages)"),
+    ]
 }
 
 DEFAULT_ESTIMATOR = "chars4"

@@ -36,6 +36,8 @@ class Item:
     orphan: bool
     dangling: bool  # assistant: a call of it has no result
     span: int | None
+    prev_assistant: int | None = None  # result: the nearest assistant message before it
+    has_thinking: bool = False  # assistant: holds thinking or reasoning content
 
     @property
     def role(self) -> str:
@@ -61,11 +63,11 @@ def _dicts(value: Any) -> list[dict]:
 
 
 def parts_text(content: Any) -> str:
-    """Text of a string or of a list of text parts/blocks, joined by newlines."""
+    """Text of a string or of a list of text parts/blocks, concatenated."""
     if isinstance(content, str):
         return content
     texts = [p.get("text") or p.get("refusal") for p in _dicts(content) if p.get("type") in ("text", "refusal")]
-    return "\n".join(t for t in texts if isinstance(t, str))
+    return "".join(t for t in texts if isinstance(t, str))
 
 
 def replace_content(content: Any, text: str) -> Any:
@@ -102,6 +104,9 @@ class Format:
     def is_user_turn(self, msg: Any) -> bool:
         raise NotImplementedError
 
+    def has_thinking(self, msg: Any) -> bool:
+        raise NotImplementedError
+
     def assistant_text(self, msg: Any) -> str:
         return parts_text(msg.get("content")) if isinstance(msg, dict) else ""
 
@@ -122,11 +127,15 @@ class Format:
     def result_content(self, msg: dict, item: Item) -> Any:
         raise NotImplementedError
 
-    def set_result_content(self, msg: dict, item: Item, text: str) -> dict:
+    def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
         raise NotImplementedError
 
     def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,
-                   keep_thinking: bool) -> dict:
+                   keep_thinking: bool, drop_other: bool = False) -> dict:
+        raise NotImplementedError
+
+    def is_empty(self, msg: dict) -> bool:
+        """Whether an assistant message has nothing left that the API would accept."""
         raise NotImplementedError
 
     def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
@@ -165,7 +174,7 @@ def _build_scan(messages: list, fmt: Format) -> Scan:
                 tool_call_id=None, call=None, call_msg_index=None,
                 call_names=tuple(c[1] or "" for c in calls), call_ids=ids,
                 text=fmt.assistant_text(msg), is_error=False, orphan=False,
-                dangling=any(c not in answered for c in ids), span=span))
+                dangling=any(c not in answered for c in ids), span=span, has_thinking=fmt.has_thinking(msg)))
             continue
         if not results:
             span = None
@@ -175,7 +184,7 @@ def _build_scan(messages: list, fmt: Format) -> Scan:
                 index=len(items), kind="tool_result", msg_index=i, block_index=block_index,
                 tool_name=name, tool_call_id=call_id, call=call, call_msg_index=call_msg,
                 call_names=(), call_ids=(), text=text, is_error=is_error, orphan=call is None,
-                dangling=False, span=span))
+                dangling=False, span=span, prev_assistant=last_assistant))
         if fmt.is_user_turn(msg):
             user_turns.append(i)
     return Scan(tuple(items), tuple(user_turns), tuple(span_starts), last_assistant)
@@ -209,6 +218,9 @@ class OpenAIFormat(Format):
     def is_user_turn(msg: Any) -> bool:
         return isinstance(msg, dict) and msg.get("role") == "user" and bool(parts_text(msg.get("content")).strip())
 
+    def has_thinking(self, msg: Any) -> bool:
+        return isinstance(msg, dict) and any(_str(msg.get(f)) for f in OPENAI_REASONING_FIELDS)
+
     def message_pieces(self, msg: Any) -> Iterable[str]:
         if not isinstance(msg, dict):
             return
@@ -223,10 +235,10 @@ class OpenAIFormat(Format):
     def result_content(self, msg: dict, item: Item) -> Any:
         return msg.get("content")
 
-    def set_result_content(self, msg: dict, item: Item, text: str) -> dict:
-        return {**msg, "content": replace_content(msg.get("content"), text)}
+    def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
+        return {**msg, "content": text if as_string else replace_content(msg.get("content"), text)}
 
-    def strip_text(self, msg, keep, marker, text_first, keep_thinking):
+    def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
         new = dict(msg)
         if not keep_thinking:
             for field in OPENAI_REASONING_FIELDS:
@@ -249,6 +261,9 @@ class OpenAIFormat(Format):
             if removed:
                 new["content"] = kept or None
         return new if new != msg else msg
+
+    def is_empty(self, msg: dict) -> bool:
+        return not self.calls(msg) and not parts_text(msg.get("content"))
 
     def clear_inputs(self, msg, call_ids):
         calls = msg.get("tool_calls")
@@ -301,6 +316,9 @@ class AnthropicFormat(Format):
             return bool(content.strip())
         return any(b.get("type") == "text" and _str(b.get("text")).strip() for b in _dicts(content))
 
+    def has_thinking(self, msg: Any) -> bool:
+        return any(b.get("type") in ("thinking", "redacted_thinking") for b in _dicts(self._blocks(msg)))
+
     def message_pieces(self, msg: Any) -> Iterable[str]:
         if not isinstance(msg, dict):
             return
@@ -325,16 +343,17 @@ class AnthropicFormat(Format):
     def result_content(self, msg: dict, item: Item) -> Any:
         return msg["content"][item.block_index].get("content")
 
-    def set_result_content(self, msg: dict, item: Item, text: str) -> dict:
+    def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
         blocks = list(msg["content"])
         block = blocks[item.block_index]
-        blocks[item.block_index] = {**block, "content": replace_content(block.get("content"), text)}
+        new = text if as_string else replace_content(block.get("content"), text)
+        blocks[item.block_index] = {**block, "content": new}
         return {**msg, "content": blocks}
 
-    def strip_text(self, msg, keep, marker, text_first, keep_thinking):
+    def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        lead, texts, others, removed = [], [], [], False
+        lead, texts, others = [], [], []
         marker_slot: tuple[list, int] | None = None
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
@@ -345,18 +364,23 @@ class AnthropicFormat(Format):
             elif is_thinking and keep_thinking:
                 (lead if text_first else others).append(block)
             elif is_text or is_thinking:
-                removed = True
                 if marker_slot is None:
                     target = texts if text_first else others
                     marker_slot = (target, len(target))
-            else:
+            elif not drop_other or kind == "tool_use":
                 others.append(block)
-        if not removed:
-            return msg
-        has_marker = any(b.get("type") == "text" and b.get("text") == marker for b in texts + others)
+        has_marker = any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == marker
+                         for b in texts + others)
         if marker is not None and not has_marker and marker_slot is not None:
             marker_slot[0].insert(marker_slot[1], {"type": "text", "text": marker})
-        return {**msg, "content": lead + texts + others}
+        new = lead + texts + others
+        if len(new) == len(blocks) and all(x is y for x, y in zip(new, blocks)):
+            return msg
+        return {**msg, "content": new}
+
+    def is_empty(self, msg: dict) -> bool:
+        content = msg.get("content")
+        return not content
 
     def clear_inputs(self, msg, call_ids):
         blocks, changed = [], False

@@ -53,4 +53,5 @@ def rules_compact_actions():
 @hookspec
 def rules_compact_estimators():
     """Add token estimators: a dict from a name (for ``defaults.estimator``) to a pure
-    function ``estimate(text: str) -> int``."""
+    function ``estimate(text: str) -> int``, or to an ``Estimator`` that may also count
+    whole messages."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import jmespath.exceptions
 
+from .estimators import utf8_len, utf16_len
 from .formats import Item
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ def _compactable(value, ctx, path):
 
 SIZE_UNITS = {
     "chars": lambda item, view: len(item.text),
-    "bytes": lambda item, view: len(item.text.encode("utf-8")),
+    "bytes": lambda item, view: utf8_len(item.text),
+    "utf16": lambda item, view: utf16_len(item.text),
     "tokens": lambda item, view: view.estimate(item.text) if item.text else 0,
 }
 
@@ -99,8 +101,9 @@ def _size(options, ctx, path):
 def _age(options, ctx, path):
     unit = options["unit"]
     among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None
-    if among is not None and unit not in ("tool_results", "spans", "tokens"):
-        ctx.problem(f"{path}.among", f"'among' counts items, so it needs unit tool_results, spans or tokens, not {unit!r}")
+    if among is not None and unit not in ("tool_results", "spans", "tokens", "user_turns"):
+        ctx.problem(f"{path}.among", "'among' needs unit tool_results, spans, tokens or user_turns, "
+                    f"not {unit!r}")
     include_self = options.get("include_self", False)
     check = compare(options)
     return lambda item, view: check(view.age(item, unit, among, include_self))
@@ -124,6 +127,17 @@ def _orphan(value, ctx, path):
 
 def _dangling(value, ctx, path):
     return lambda item, view: item.dangling is value
+
+
+def _has_thinking(value, ctx, path):
+    return lambda item, view: item.has_thinking is value
+
+
+def _call_in_previous_assistant(value, ctx, path):
+    def adjacent(item: Item, view: View) -> bool:
+        return (item.call_msg_index is not None and item.call_msg_index == item.prev_assistant) is value
+
+    return adjacent
 
 
 def _compacted(value, ctx, path):
@@ -196,6 +210,9 @@ BUILTIN_MATCHERS: dict[str, MatcherKind] = {
         MatcherKind("has_tool_calls", _has_tool_calls, "The assistant turn calls tools."),
         MatcherKind("orphan", _orphan, "The result answers no known call."),
         MatcherKind("dangling", _dangling, "The assistant turn has a call with no result."),
+        MatcherKind("has_thinking", _has_thinking, "The assistant turn holds thinking or reasoning."),
+        MatcherKind("call_in_previous_assistant", _call_in_previous_assistant,
+                    "The result's call is in the nearest assistant message before it."),
         MatcherKind("compacted", _compacted, "The content already is a placeholder or marker of this rule set."),
         MatcherKind("text", _text, "Tests on the item's text."),
         MatcherKind("where", _where, "A JMESPath expression over {item, message, call, args}."),

@@ -86,6 +86,7 @@ class Budget:
     min_cleared_tokens: int | None = None  # minimum gate: all or nothing
     stop_at_tokens: int | None = None  # stop once the total is at or under this
     stop_after_cleared_tokens: int | None = None  # stop once this many were cleared
+    min_cleared_counts: str = "saved"  # "saved" (net) or "removed" (the replaced content's tokens)
 
 
 @dataclass(frozen=True)

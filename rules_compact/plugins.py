@@ -8,8 +8,8 @@ whole; the CLI's ``--strict`` turns such a failure into an error.
 
 This module is also the import surface for plugin authors::
 
-    from rules_compact.plugins import (Action, ActionKind, MatcherKind, ToolSpec, call_args, hookimpl,
-                                       result_variables)
+    from rules_compact.plugins import (Action, ActionKind, Estimator, MatcherKind, ToolSpec, call_args,
+                                       hookimpl, result_variables)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from jsonschema.exceptions import SchemaError
 from . import hookspecs
 from .actions import Action, ActionKind
 from .errors import RulesCompactError
-from .estimators import Estimator
+from .estimators import Estimator, as_estimator
 from .hookspecs import hookimpl
 from .matchers import MatcherKind
 from .model import ToolSpec
@@ -40,7 +40,7 @@ from .view import decode_args
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
            "ENV_PLUGINS", "BUILTIN", "extended_schema", "reset", "use_plugins", "tool_spec", "call_args",
-           "hookimpl", "ToolSpec", "MatcherKind", "ActionKind", "Action", "result_variables", "HOOKS"]
+           "hookimpl", "ToolSpec", "MatcherKind", "ActionKind", "Action", "Estimator", "result_variables", "HOOKS"]
 
 ENTRY_POINT_GROUP = "rules_compact"
 ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
@@ -272,7 +272,7 @@ def _contribution(pm: pluggy.PluginManager, plugin: str, owners: dict[tuple[str,
             owner = owners.get(("estimator", name))
             if owner is not None:
                 raise PluginError(f"estimator {name!r} is already defined by plugin {owner}")
-            out.estimators[name] = estimate
+            out.estimators[name] = as_estimator(name, estimate)  # a plain function becomes an Estimator
     for result in _results(pm, plugin, "rules_compact_tools"):
         for raw in _listed(result, "rules_compact_tools") if result is not None else ():
             spec = tool_spec(raw, plugin)

@@ -7,6 +7,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from .estimators import utf8_len
+
 __all__ = ["Template", "TemplateError", "RESULT_VARIABLES"]
 
 RESULT_VARIABLES = ("tool_name", "tool_call_id", "chars", "bytes", "tokens", "lines")
@@ -75,7 +77,7 @@ def result_variables(text: str, tool_name: str | None, tool_call_id: str | None,
         "tool_name": tool_name or "unknown",
         "tool_call_id": tool_call_id or "",
         "chars": len(text),
-        "bytes": len(text.encode("utf-8")),
+        "bytes": utf8_len(text),
         "tokens": tokens,
         "lines": len(text.splitlines()),
     }

@@ -35,7 +35,7 @@ class View:
 
     # -- sizes -------------------------------------------------------------
     def tokens_of_message(self, msg: Any) -> int:
-        return sum(self.estimate(piece) for piece in self.fmt.message_pieces(msg) if piece)
+        return self.estimate.of_message(msg, self.fmt.message_pieces(msg))
 
     @property
     def message_tokens(self) -> list[int]:
@@ -106,6 +106,37 @@ class View:
             ages = self._ages[key] = self._compute_ages(unit, among, include_self)
         return ages[item.index]
 
+    def _turn_start(self, item: Item) -> int | None:
+        return _turn_start_index(self.user_turns, item.msg_index)
+
+    def _call_ages(self, include_self: bool) -> list[int]:
+        """Calls newer than the item's own call (its last one, for a turn), in call order."""
+        order: dict[str, int] = {}
+        calls_before: list[int] = []  # calls in messages before each message index
+        count = 0
+        for it in self.items:
+            if it.kind == "assistant":
+                for cid in it.call_ids:
+                    order.setdefault(cid, count)
+                    count += 1
+        per_message = [0] * (len(self.messages) + 1)
+        for it in self.items:
+            if it.kind == "assistant":
+                per_message[it.msg_index + 1] += len(it.call_ids)
+        running = 0
+        for value in per_message:
+            running += value
+            calls_before.append(running)
+        ages = []
+        for it in self.items:
+            if it.kind == "tool_result" and it.tool_call_id in order:
+                ages.append(count - 1 - order[it.tool_call_id] + (1 if include_self else 0))
+            elif it.kind == "assistant" and it.call_ids:
+                ages.append(count - calls_before[it.msg_index + 1] + (1 if include_self else 0))
+            else:
+                ages.append(count - calls_before[it.msg_index + 1])
+        return ages
+
     def _compute_ages(self, unit: str, among: Predicate | None, include_self: bool) -> list[int]:
         items = self.items
         counted = [among is None or among(it, self) for it in items]
@@ -113,8 +144,14 @@ class View:
             last = len(self.messages) - 1
             return [last - it.msg_index + (1 if include_self else 0) for it in items]
         if unit == "user_turns":
-            per_message = _suffix_after(len(self.messages), self.user_turns)
-            return [per_message[it.msg_index] for it in items]
+            turns = self.user_turns
+            if among is not None:
+                turns = sorted({self._turn_start(it) for it, c in zip(items, counted) if c} - {None})
+            per_message = _suffix_after(len(self.messages), turns)
+            return [per_message[it.msg_index] + (1 if include_self and among is not None and c else 0)
+                    for it, c in zip(items, counted)]
+        if unit == "tool_calls":
+            return self._call_ages(include_self)
         if unit == "tool_results":
             weights = [1 if c and it.kind == "tool_result" else 0 for it, c in zip(items, counted)]
             return _ages_by_item(weights, include_self)
@@ -140,6 +177,14 @@ class View:
                 ages.append(after[anchor] + own)
             return ages
         raise ValueError(f"unknown age unit {unit!r}")
+
+
+def _turn_start_index(user_turns: tuple[int, ...], msg_index: int) -> int | None:
+    """The message index of the user turn a message belongs to, or None before the first."""
+    from bisect import bisect_right
+
+    at = bisect_right(user_turns, msg_index)
+    return user_turns[at - 1] if at else None
 
 
 def _suffix_sums(values: list[int]) -> list[int]:

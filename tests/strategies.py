@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from rules_compact import RuleSet, parse_rules
+from rules_compact.resources import bundled_rules
 
 __all__ = [
     "register_profiles", "texts", "openai_conversations", "anthropic_conversations", "conversations",
@@ -416,7 +417,11 @@ matchers = st.recursive(_leaf_dicts(ALL_LEAF_MATCHERS), _combine, max_leaves=5)
 _placeholder_actions = st.one_of(
     st.just("placeholder"), st.just({"placeholder": None}), st.just({"placeholder": {}}),
     st.builds(lambda t: {"placeholder": t}, st.sampled_from(TEMPLATES)),
-    st.builds(lambda t: {"placeholder": {"text": t}}, st.sampled_from(TEMPLATES)),
+    st.builds(lambda o: {"placeholder": o}, st.fixed_dictionaries({}, optional={
+        "text": st.sampled_from(TEMPLATES),
+        "summary": _booleans,
+        "summary_text": st.sampled_from(["[Previous: used {tool_name}: {summary}]", "{summary} ({chars} chars)"]),
+    })),
 )
 _truncate_actions = st.one_of(
     st.just("truncate"),
@@ -444,10 +449,18 @@ actions = st.one_of(_keep_actions, _placeholder_actions, _truncate_actions, _str
 _rule_actions = st.one_of(actions, st.lists(actions, min_size=1, max_size=3))
 
 
-def _rule(index: int) -> st.SearchStrategy[dict]:
-    return st.fixed_dictionaries(
-        {"name": st.just(f"r{index}"), "match": matchers, "action": _rule_actions},
-        optional={"description": st.sampled_from(["", "why ü"])})
+@st.composite
+def _rule(draw, name: str, anchors: list[str] = ()) -> dict:
+    rule = {"name": name, "match": draw(matchers), "action": draw(_rule_actions)}
+    if draw(st.integers(0, 4)) == 0:
+        rule["description"] = draw(st.sampled_from(["", "why ü"]))
+    if anchors and draw(st.integers(0, 2)) == 0:
+        rule[draw(st.sampled_from(["before", "after"]))] = draw(st.sampled_from(anchors))
+    return rule
+
+
+DEFAULT_RULE_NAMES = [r["name"] for r in yaml.safe_load(
+    bundled_rules("default").read_text(encoding="utf-8"))["rules"]]
 
 
 _triggers = st.one_of(
@@ -486,7 +499,19 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 5) -> dict:
     data: dict[str, Any] = {"version": 1, "name": draw(st.sampled_from(["gen", "gen-ü", "second"]))}
     data.update(draw(st.fixed_dictionaries({}, optional=optional)))
     count = draw(st.integers(0, max_rules))
-    data["rules"] = [draw(_rule(i)) for i in range(count)]
+    if draw(st.integers(0, 5)):
+        data["rules"] = [draw(_rule(f"r{i}")) for i in range(count)]
+        return data
+    # extends the bundled default rules: drop some, replace some, insert before/after others
+    data["extends"] = "default"
+    removed = draw(st.lists(st.sampled_from(DEFAULT_RULE_NAMES), unique=True, max_size=2))
+    if removed:
+        data["remove_rules"] = removed
+    inherited = [n for n in DEFAULT_RULE_NAMES if n not in removed]
+    names = draw(st.lists(st.sampled_from([f"r{i}" for i in range(max_rules)] + inherited),
+                          unique=True, max_size=count))
+    if names or draw(st.booleans()):
+        data["rules"] = [draw(_rule(n, [a for a in inherited if a != n])) for n in names]
     return data
 
 

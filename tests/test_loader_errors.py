@@ -252,7 +252,7 @@ CASES = [
         id="bad-enum-role-in-list"),
     pytest.param(
         R("  - name: a", "    match: {age: {unit: days, gt: 3}}", "    action: keep"),
-        ["rules.yaml:5:25: 'days' is not allowed; expected one of: tool_results, spans, messages, user_turns, "
+        ["rules.yaml:5:25: 'days' is not allowed; expected one of: tool_results, tool_calls, spans, messages, user_turns, "
          "tokens (at rules[0].match.age.unit)"],
         id="bad-enum-age-unit"),
     pytest.param(
@@ -355,7 +355,7 @@ CASES = [
     pytest.param(
         R("  - name: a", "    match:", "      age: {unit: messages, gt: 2, among: {tool: Read}}",
           "    action: placeholder"),
-        ["rules.yaml:6:43: 'among' counts items, so it needs unit tool_results, spans or tokens, "
+        ["rules.yaml:6:43: 'among' needs unit tool_results, spans, tokens or user_turns, "
          "not 'messages' (at rules[0].match.age.among)"],
         id="among-with-unit-messages"),
     # --- unsafe YAML, aliases, document shape -------------------------------------------------------
@@ -412,7 +412,7 @@ CASES = [
         ["rules.yaml:1:10: expected 1, got 3 (at version)",
          "rules.yaml:3:13: 'maybe' is not allowed; expected one of: compact, keep (at undeclared)",
          "rules.yaml:6:19: 'user' is not allowed; expected one of: tool, assistant (at rules[0].match.role)",
-         "rules.yaml:9:25: 'days' is not allowed; expected one of: tool_results, spans, messages, user_turns, "
+         "rules.yaml:9:25: 'days' is not allowed; expected one of: tool_results, tool_calls, spans, messages, user_turns, "
          "tokens (at rules[1].match.age.unit)",
          f"rules.yaml:10:13: 'shred' is not allowed; expected one of: {ACTION_ENUM} (at rules[1].action)",
          "rules.yaml:11:5: missing required key 'match' (at rules[2])",

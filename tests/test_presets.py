@@ -527,8 +527,6 @@ def test_selective_latest_assistant_is_old():
     assert compact(msgs, PRESETS["strip-tool-turn-reasoning-selective"]).messages == s001s.apply(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: strip-text text_first reorders only when it removes "
-                   "something; the seed always rebuilds [text..., tool_use...] (reported)")
 def test_selective_reorders_even_when_nothing_is_removed():
     msgs = [{"role": "user", "content": "go"},
             {"role": "assistant", "content": [

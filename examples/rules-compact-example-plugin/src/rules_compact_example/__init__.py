@@ -131,8 +131,9 @@ HEAD_LINES_SCHEMA = {
 def compile_head_lines(options, ctx, path):
     n = options["n"]
     marker = ctx.template(options.get("marker", "[... {omitted} more lines]"), f"{path}.marker", extra=("omitted",))
-    if marker is None:
+    if marker is None:  # ctx.template reported the located problem; loading fails
         return Action("head-lines", lambda item, editor: None)
+    ctx.recognise(re.compile(f"(?s)(?:[^\n]*\n){{{n}}}(?:{marker.pattern.pattern})"))  # for `compacted: true`
 
     def head_lines(item, editor):
         if item.kind != "tool_result":

@@ -1,0 +1,549 @@
+"""Readers for real agent logs (``rules_compact.readers``), checked on the trace copies in tests/data/traces."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from rules_compact.errors import InputError
+from rules_compact.formats import FORMATS
+from rules_compact.readers import Conversation, claude_code_messages, read_conversations
+
+from conftest import ROOT, TRACES
+
+CC_SESSION = "claude-code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+CC_SUBAGENT = "claude-code/agent-a7be2f0.jsonl"
+CC_COMPACT_CALL = "claude-code/agent-acompact-e1f845.jsonl"
+SWE_FC = "swe-agent/fc_replace_from_source__marshmallow-1867.traj"
+SWE_CTF = "swe-agent/i_got_id_demo.traj"
+SWE_PYDICOM = "swe-agent/pydicom__pydicom-1458.traj"
+MINI = {  # file: (messages, tool results) from SOURCES.md
+    "mini-swe-agent/deepseek_reasoner_dev__sqlfluff__sqlfluff-1763.traj.json": (208, 102),
+    "mini-swe-agent/deepseek_lite_dev__marshmallow-code__marshmallow-1343.traj.json": (380, 188),
+    "mini-swe-agent/deepseek_chat_test_1-100__django__django-13964.traj.json": (333, 164),
+}
+TAU = "tau-bench/tool-calling-grok-3-0.0_range_0--1_user-grok-3-llm_0921131646.json"
+TAU2 = "tau2-bench/2025-08-10T02-44-06_telecom_gpt-4o_user_gpt-4o.json"
+OH_GUI = "openhands/basic_gui_mode.json"
+OH_EVAL = "openhands/multi_swe_bench_examples_output.jsonl"
+OH_LEGACY = "openhands/resolver_mock_output.jsonl"
+
+BLOCK_KEYS = {
+    "text": {"type", "text"},
+    "thinking": {"type", "thinking", "signature"},
+    "tool_use": {"type", "id", "name", "input"},
+    "tool_result": {"type", "tool_use_id", "content", "is_error"},
+}
+
+
+@functools.lru_cache(maxsize=None)
+def raw(rel: str) -> bytes:
+    return (TRACES / rel).read_bytes()
+
+
+@functools.lru_cache(maxsize=None)
+def read(rel: str) -> list[Conversation]:
+    return read_conversations(raw(rel), rel)
+
+
+def one(rel: str) -> Conversation:
+    convs = read(rel)
+    assert len(convs) == 1
+    return convs[0]
+
+
+def jsonl(rel: str) -> list[dict]:
+    return [json.loads(line) for line in raw(rel).decode("utf-8").splitlines() if line.strip()]
+
+
+# --- checkers -------------------------------------------------------------------------------------
+
+
+def anthropic_problems(messages: list) -> list[str]:
+    """Messages API rules: alternation from user, each tool_use answered once in the next message, ..."""
+    problems = []
+    for i, m in enumerate(messages):
+        if set(m) != {"role", "content"}:
+            problems.append(f"message {i}: keys {sorted(m)}")
+        if m["role"] != ("user" if i % 2 == 0 else "assistant"):
+            problems.append(f"message {i}: role {m['role']}")
+        if not m["content"]:
+            problems.append(f"message {i}: empty content")
+        for b in m["content"]:
+            allowed = BLOCK_KEYS.get(b["type"])
+            if allowed is None or not set(b) <= allowed:
+                problems.append(f"message {i}: block {sorted(b)}")
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant":
+            uses = [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+            if uses and i + 1 < len(messages):
+                results = [b["tool_use_id"] for b in messages[i + 1]["content"] if b["type"] == "tool_result"]
+                problems += [f"message {i}: {u} answered {results.count(u)} times" for u in uses
+                             if results.count(u) != 1]
+        else:
+            results = [b["tool_use_id"] for b in m["content"] if b["type"] == "tool_result"]
+            prev = {b["id"] for b in messages[i - 1]["content"] if b["type"] == "tool_use"} if i else set()
+            problems += [f"message {i}: {r} answers nothing in message {i - 1}" for r in results if r not in prev]
+            kinds = [b["type"] for b in m["content"]]
+            if "tool_result" in kinds and kinds != sorted(kinds, key=lambda k: k != "tool_result"):
+                problems.append(f"message {i}: tool_result blocks not first")
+    return problems
+
+
+def openai_pairing(messages: list) -> tuple[list, list, list]:
+    """(dangling call ids, orphan result ids, duplicated ids): results must directly follow their call."""
+    dangling, orphans, dups = [], [], []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m["role"] == "tool":
+            orphans.append(m.get("tool_call_id"))
+        elif m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            got = []
+            while i + 1 < len(messages) and messages[i + 1]["role"] == "tool":
+                i += 1
+                got.append(messages[i].get("tool_call_id"))
+            dangling += [c for c in ids if c not in got]
+            orphans += [r for r in got if r not in ids]
+            dups += [c for c in ids if got.count(c) > 1]
+        i += 1
+    return dangling, orphans, dups
+
+
+def results(conv: Conversation) -> list:
+    return [it for it in FORMATS[conv.format].scan(conv.messages).items if it.kind == "tool_result"]
+
+
+# --- Claude Code ----------------------------------------------------------------------------------
+
+
+def test_claude_code_session_starts_at_the_compact_summary():
+    conv = one(CC_SESSION)
+    assert (conv.source_format, conv.format) == ("claude-code", "anthropic")
+    first = conv.messages[0]
+    assert first["role"] == "user"
+    assert first["content"][0]["text"].startswith("This session is being continued from a previous conversation")
+    assert any("compact_boundary on line 754" in n for n in conv.notes)
+    lines = jsonl(CC_SESSION)
+    boundary = max(i for i, d in enumerate(lines) if d.get("subtype") == "compact_boundary")
+    assert boundary == 753 and lines[boundary + 1].get("isCompactSummary") is True
+    # Nothing from before the boundary: every tool_use id comes from a line after it.
+    before = {b["id"] for d in lines[:boundary] if d.get("type") == "assistant"
+              for b in d["message"]["content"] if b["type"] == "tool_use"}
+    uses = [b["id"] for m in conv.messages for b in m["content"] if b["type"] == "tool_use"]
+    assert not before & set(uses)
+
+
+def test_claude_code_session_merges_split_responses():
+    conv = one(CC_SESSION)
+    lines = jsonl(CC_SESSION)[754:]
+    assistant_lines = [d for d in lines if d.get("type") == "assistant"]
+    response_ids = {d["message"]["id"] for d in assistant_lines}
+    assert (len(assistant_lines), len(response_ids)) == (134, 78)
+    assert sum(m["role"] == "assistant" for m in conv.messages) == 78
+    assert len(conv.messages) == 156
+    assert anthropic_problems(conv.messages) == []
+    found = results(conv)
+    assert len(found) == 81 and not any(r.orphan for r in found)
+    assert sum(r.is_error for r in found) == 5
+    # toolUseResult copies and line metadata are gone.
+    assert "toolUseResult" not in json.dumps(conv.messages)
+    assert "caller" not in {k for m in conv.messages for b in m["content"] for k in b}
+
+
+def test_claude_code_whole_session_matches_the_corpus_stats():
+    """Without the boundary: 254 assistant lines = 139 responses, 150 tool results (SOURCES.md)."""
+    lines = [(n, d) for n, d in enumerate(jsonl(CC_SESSION), 1) if d.get("subtype") != "compact_boundary"]
+    assert sum(d.get("type") == "assistant" for _, d in lines) == 254
+    assert sum(d.get("type") == "progress" for _, d in lines) == 1083
+    messages, notes = claude_code_messages(lines)
+    assert sum(m["role"] == "assistant" for m in messages) == 139
+    assert anthropic_problems(messages) == []
+    conv = Conversation("x", "anthropic", messages, "claude-code")
+    assert len(results(conv)) == 150
+    assert sum(r.is_error for r in results(conv)) == 5
+    parallel = [m for m in messages if sum(b["type"] == "tool_use" for b in m["content"]) > 1]
+    assert len(parallel) == 11
+    assert any("regrouped" in n for n in notes)
+
+
+def test_claude_code_subagent_file_is_kept_and_regrouped():
+    conv = one(CC_SUBAGENT)
+    assert any("subagent" in n for n in conv.notes)
+    # Same as the file derived by make_anthropic.py (see SOURCES.md).
+    derived = json.loads((TRACES / "claude-code/agent-a7be2f0.messages.json").read_text(encoding="utf-8"))
+    assert conv.messages == derived
+    assert len(conv.messages) == 26 and anthropic_problems(conv.messages) == []
+    # The interleaved response msg_014PMc3i...: its three tool_use blocks are one message.
+    calls = [[b["id"][:13] for b in m["content"] if b["type"] == "tool_use"] for m in conv.messages]
+    assert ["toolu_013zUH5", "toolu_01BDRAS", "toolu_011D3Lw"] in calls
+    ids = {json.loads(line)["message"]["id"] for line in raw(CC_SUBAGENT).decode().splitlines()
+           if json.loads(line).get("type") == "assistant"}
+    assert sum(m["role"] == "assistant" for m in conv.messages) == len(ids) == 13
+
+
+def test_claude_code_compaction_call_merges_user_lines():
+    conv = one(CC_COMPACT_CALL)
+    assert [m["role"] for m in conv.messages] == ["user", "assistant"]
+    assert len(conv.messages[0]["content"]) == 4  # four user lines, one message
+    assert conv.messages[0]["content"][-1]["text"].startswith("Your task is to create a detailed summary")
+
+
+def _cc(uuid, parent, kind, content, **extra):
+    line = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "isSidechain": False,
+            "message": {"role": kind, "content": content}}
+    line.update(extra)
+    return line
+
+
+def _cc_raw(lines) -> bytes:
+    return "\n".join(json.dumps(d) for d in lines).encode()
+
+
+def _texts(conv):
+    return [b.get("text") for m in conv.messages for b in m["content"] if b["type"] == "text"]
+
+
+def test_claude_code_skips_sidechains_progress_and_other_lines():
+    use = {"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}
+    lines = [
+        {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}},
+        _cc("u1", None, "user", "hi"),
+        _cc("a1", "u1", "assistant", [use], **{"message": {"role": "assistant", "id": "r1", "content": [use]}}),
+        _cc("p1", "a1", "progress", None, data={"type": "agent_progress"}),
+        _cc("s1", None, "user", "subagent prompt", isSidechain=True),
+        _cc("s2", "s1", "assistant", [{"type": "text", "text": "subagent answer"}], isSidechain=True),
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": "s"},
+        _cc("u2", "a1", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}],
+            toolUseResult={"stdout": "done"}),
+        {"type": "system", "subtype": "turn_duration", "uuid": "y1", "parentUuid": "u2", "sessionId": "s"},
+        _cc("a2", "u2", "assistant", [{"type": "text", "text": "all good"}]),
+    ]
+    conv = one_raw(_cc_raw(lines))
+    assert conv.source_format == "claude-code"
+    assert [m["role"] for m in conv.messages] == ["user", "assistant", "user", "assistant"]
+    assert _texts(conv) == ["hi", "all good"]
+    assert any("2 sidechain" in n for n in conv.notes)
+    assert anthropic_problems(conv.messages) == []
+
+
+def test_claude_code_follows_the_main_chain_after_a_rewind():
+    lines = [
+        _cc("u1", None, "user", "first prompt"),
+        _cc("a1", "u1", "assistant", [{"type": "text", "text": "answer 1"}]),
+        _cc("u2", "a1", "user", "abandoned prompt"),
+        _cc("a2", "u2", "assistant", [{"type": "text", "text": "abandoned answer"}]),
+        _cc("u3", "a1", "user", "edited prompt"),
+        _cc("a3", "u3", "assistant", [{"type": "text", "text": "answer 3"}]),
+    ]
+    conv = one_raw(_cc_raw(lines))
+    assert _texts(conv) == ["first prompt", "answer 1", "edited prompt", "answer 3"]
+    assert any("abandoned branches" in n for n in conv.notes)
+
+
+def test_claude_code_uses_the_last_compact_boundary():
+    lines = [
+        _cc("u1", None, "user", "old prompt"),
+        _cc("a1", "u1", "assistant", [{"type": "text", "text": "old answer"}]),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
+         "logicalParentUuid": "a1", "sessionId": "s", "isSidechain": False},
+        _cc("u2", "b1", "user", "summary one", isCompactSummary=True),
+        _cc("a2", "u2", "assistant", [{"type": "text", "text": "middle answer"}]),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b2", "parentUuid": None,
+         "logicalParentUuid": "a2", "sessionId": "s", "isSidechain": False},
+        _cc("u3", "b2", "user", "summary two", isCompactSummary=True),
+        _cc("a3", "u3", "assistant", [{"type": "text", "text": "new answer"}]),
+    ]
+    conv = one_raw(_cc_raw(lines))
+    assert _texts(conv) == ["summary two", "new answer"]
+
+
+def one_raw(data: bytes, name: str = "in.jsonl") -> Conversation:
+    convs = read_conversations(data, name)
+    assert len(convs) == 1
+    return convs[0]
+
+
+# --- SWE-agent ------------------------------------------------------------------------------------
+
+
+def test_swe_agent_function_calling_history():
+    conv = one(SWE_FC)
+    assert (conv.source_format, conv.format) == ("swe-agent", "openai")
+    history = json.loads(raw(SWE_FC))["history"]
+    assert len(conv.messages) == len(history) == 28
+    assert [m["role"] for m in conv.messages] == [h["role"] for h in history]
+    assert [m["content"] for m in conv.messages] == [h["content"] for h in history]
+    assert {k for m in conv.messages for k in m} == {"role", "content", "tool_calls", "tool_call_id"}
+    tools = [m for m in conv.messages if m["role"] == "tool"]
+    assert len(tools) == 13
+    assert [m["tool_call_id"] for m in tools] == [h["tool_call_ids"][0] for h in history if h["role"] == "tool"]
+    assert tools[-1]["tool_call_id"] == "call_submit"
+    assert openai_pairing(conv.messages) == ([], [], [])
+
+
+@pytest.mark.parametrize("rel,count,users", [(SWE_CTF, 43, 21), (SWE_PYDICOM, 26, 13)])
+def test_swe_agent_legacy_text_actions_keep_user_observations(rel, count, users):
+    conv = one(rel)
+    assert conv.source_format == "swe-agent"
+    assert len(conv.messages) == count
+    assert Counter(m["role"] for m in conv.messages)["user"] == users
+    assert all(set(m) == {"role", "content"} for m in conv.messages)
+    assert not results(conv)
+
+
+# --- mini-swe-agent -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel", sorted(MINI))
+def test_mini_swe_agent_messages_pass_through(rel):
+    conv = one(rel)
+    assert (conv.source_format, conv.format) == ("mini-swe-agent", "openai")
+    assert conv.messages == json.loads(raw(rel))["messages"]  # nothing dropped, extra keys kept
+    count, n_results = MINI[rel]
+    assert len(conv.messages) == count
+    assert len(results(conv)) == n_results
+    assert conv.messages[-1]["role"] == "exit"
+    dangling, orphans, dups = openai_pairing(conv.messages)
+    assert len(dangling) == 1 and not orphans and not dups  # the final submit call (see SOURCES.md)
+    last_call = [m for m in conv.messages if m.get("tool_calls")][-1]
+    assert dangling == [last_call["tool_calls"][0]["id"]]
+
+
+# --- tau-bench ------------------------------------------------------------------------------------
+
+
+def test_tau_bench_one_conversation_per_trajectory():
+    convs = read(TAU)
+    data = json.loads(raw(TAU))
+    assert len(convs) == len(data) == 115
+    assert [c.name for c in convs[:2]] == [f"{TAU}#1", f"{TAU}#2"]
+    assert all(c.source_format == "tau-bench" and c.format == "openai" for c in convs)
+    assert [c.messages for c in convs] == [r["traj"] for r in data]
+    assert convs[0].notes == ("task 0, trial 0",)
+    assert sum(len(c.messages) for c in convs) == 3804
+    sizes = sorted(len(c.messages) for c in convs)
+    assert (sizes[0], sizes[len(sizes) // 2], sizes[-1]) == (12, 32, 58)
+    tool_results = [r for c in convs for r in results(c)]
+    assert len(tool_results) == 932 and not any(r.orphan for r in tool_results)
+    assert sum(r.text.startswith("Error:") for r in tool_results) == 159
+    assert sum(r.text.startswith("Error: 503") for r in tool_results) == 123
+    for c in convs:
+        assert c.messages[0]["role"] == "system"
+        assert openai_pairing(c.messages) == ([], [], [])
+
+
+# --- tau2 -----------------------------------------------------------------------------------------
+
+
+def test_tau2_one_agent_view_per_simulation():
+    convs = read(TAU2)
+    sims = json.loads(raw(TAU2))["simulations"]
+    assert len(convs) == len(sims) == 20
+    assert all(c.source_format == "tau2" and c.format == "openai" for c in convs)
+    assert sum(len(s["messages"]) for s in sims) == 715
+    # The agent never saw the user simulator's 104 tool-call messages and 125 results.
+    user_calls = sum(1 for s in sims for m in s["messages"] if m["role"] == "user" and m.get("tool_calls"))
+    user_results = sum(1 for s in sims for m in s["messages"] if m.get("requestor") == "user")
+    assert (user_calls, user_results) == (104, 125)
+    assert sum(len(c.messages) for c in convs) == 715 - 104 - 125 == 486
+    assert sum(len(results(c)) for c in convs) == 90
+    assert sum(r.is_error for c in convs for r in results(c)) == 1
+    assert {k for c in convs for m in c.messages for k in m} <= {"role", "content", "tool_calls", "tool_call_id",
+                                                                "is_error"}
+    assert not any(m.get("tool_calls") for c in convs for m in c.messages if m["role"] == "user")
+    parallel = sum(1 for c in convs for m in c.messages if len(m.get("tool_calls") or []) > 1)
+    assert parallel == 12
+    for c, sim in zip(convs, sims):
+        assert openai_pairing(c.messages) == ([], [], [])
+        originals = {tc["id"]: tc for m in sim["messages"] for tc in m.get("tool_calls") or []}
+        for m in c.messages:
+            for call in m.get("tool_calls") or []:
+                assert call["type"] == "function"
+                assert json.loads(call["function"]["arguments"]) == originals[call["id"]]["arguments"]
+
+
+# --- OpenHands ------------------------------------------------------------------------------------
+
+
+def test_openhands_event_list_pairs_actions_and_observations():
+    conv = one(OH_GUI)
+    assert (conv.source_format, conv.format) == ("openhands", "openai")
+    assert [m["role"] for m in conv.messages] == ["user"] + ["assistant", "tool"] * 4 + ["assistant"]
+    assert conv.messages[0]["content"].startswith("I want to create a VueJS app")
+    assert openai_pairing(conv.messages) == ([], [], [])
+    events = json.loads(raw(OH_GUI))
+    ids = [e["tool_call_metadata"]["tool_call_id"] for e in events if e.get("action") and e.get("tool_call_metadata")]
+    assert [m["tool_call_id"] for m in conv.messages if m["role"] == "tool"] == ids
+    assert conv.messages[-1]["content"].startswith("I've created a complete Vue.js todo application")
+
+
+def test_openhands_eval_output_one_conversation_per_line():
+    convs = read(OH_EVAL)
+    assert [c.name for c in convs] == [f"{OH_EVAL}#{i}" for i in (1, 2, 3)]
+    assert [len(results(c)) for c in convs] == [22, 32, 49]  # 103 observations (SOURCES.md)
+    for c in convs:
+        assert [m["role"] for m in c.messages[:2]] == ["system", "user"]
+        assert openai_pairing(c.messages) == ([], [], [])
+    errors = [m["content"] for c in convs for m in c.messages if m["role"] == "user"
+              and m["content"].endswith("[Error occurred in processing last action]")]
+    assert len(errors) == 2  # invalid tool arguments: no action was recorded, OpenHands says so as the user
+    assert convs[0].messages[-1]["role"] == "assistant" and "tool_calls" not in convs[0].messages[-1]  # finish
+    assert convs[2].messages[-1]["role"] == "tool"  # stopped at the iteration limit
+
+
+def test_openhands_legacy_events_are_paired_by_position():
+    convs = read(OH_LEGACY)
+    assert len(convs) == 2
+    assert [len(results(c)) for c in convs] == [3, 21]  # 24 observations (SOURCES.md)
+    for c in convs:
+        assert c.messages[0]["role"] == "user"
+        assert openai_pairing(c.messages) == ([], [], [])
+        assert all(m["tool_call_id"].startswith("openhands-event-") for m in c.messages if m["role"] == "tool")
+        assert c.messages[-1]["role"] == "assistant" and not c.messages[-1].get("tool_calls")
+        assert any("positionally" in n for n in c.notes)
+    first_call = convs[0].messages[1]["tool_calls"][0]
+    assert first_call["function"] == {"name": "run", "arguments": json.dumps({"command": "touch LICENSE"})}
+
+
+def test_openhands_parallel_calls_wait_for_every_observation():
+    def response(*ids):
+        return {"id": "resp", "choices": [{"message": {"role": "assistant", "content": "two at once", "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}} for i in ids]}}]}
+
+    def tcm(i):
+        return {"tool_call_id": i, "function_name": "execute_bash", "model_response": response("c1", "c2")}
+
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "a"}, "tool_call_metadata": tcm("c1")},
+        {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": "A", "tool_call_metadata": tcm("c1")},
+        {"id": 3, "source": "agent", "action": "run", "args": {"command": "b"}, "tool_call_metadata": tcm("c2")},
+        {"id": 4, "source": "agent", "observation": "error", "cause": 3, "content": "B failed"},
+        {"id": 5, "source": "agent", "action": "run", "args": {"command": "c"},
+         "tool_call_metadata": {"tool_call_id": "c3", "function_name": "execute_bash"}},
+    ]
+    conv = one_raw(json.dumps(events).encode(), "events.json")
+    assert [m["role"] for m in conv.messages] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [c["id"] for c in conv.messages[1]["tool_calls"]] == ["c1", "c2"]
+    assert conv.messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "B failed", "is_error": True}
+    assert openai_pairing(conv.messages) == (["c3"], [], [])
+    assert any("dangling" in n for n in conv.notes)
+
+
+# --- plain messages and detection -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel,fmt", [("coding-session.json", "openai"), ("anthropic-session.json", "anthropic")])
+def test_plain_request_bodies_stay_as_they_are(rel, fmt):
+    data = (ROOT / "examples" / rel).read_bytes()
+    conv = one_raw(data, rel)
+    assert (conv.source_format, conv.format, conv.name) == ("messages", fmt, rel)
+    body = json.loads(data)
+    assert conv.messages == body["messages"]
+    assert conv.with_messages([]) == {**body, "messages": []}
+
+
+def test_plain_lists_and_jsonl():
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    conv = one_raw(json.dumps(msgs).encode(), "m.json")
+    assert conv.messages == msgs and conv.with_messages(msgs[:1]) == msgs[:1]
+    assert one_raw(b"[]", "e.json").messages == []
+    conv = one_raw("\n".join(json.dumps(m) for m in msgs).encode())
+    assert conv.messages == msgs
+    bodies = "\n".join(json.dumps({"messages": msgs[: i + 1], "id": i}) for i in range(3)) + "\n"
+    convs = read_conversations(bodies.encode(), "ft.jsonl")
+    assert [c.name for c in convs] == ["ft.jsonl#1", "ft.jsonl#2", "ft.jsonl#3"]
+    assert convs[2].with_messages([]) == {"messages": [], "id": 2}
+    assert one(SWE_FC).with_messages(msgs) == msgs  # a converted log is written as a message list
+
+
+def test_conversation_is_frozen():
+    conv = one_raw(b'[{"role": "user", "content": "hi"}]')
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        conv.name = "other"  # type: ignore[misc]
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+BAD = [
+    (b"hello", "in.json:1:1: invalid JSON"),
+    (b"", "invalid JSON"),
+    (b'[{"role": "user", "content": "hi"}]\n[{"role": "user"}]\n{"broken', "in.json:3:"),
+    (b"\xff\xfe", "not UTF-8"),
+    (b"42", "got a number"),
+    (b'{"foo": 1}', "the object has keys: foo"),
+    (b'{"messages": "hi"}', "'messages' is a string"),
+    (b"[1, 2]", "a list whose items are neither messages nor a known log format: item 0 is not a message"),
+    (b'[{"role": "user"}, {"content": "x"}]', "item 1 is not a message"),
+    (b'{"messages": [{"role": 5}]}', "message 0 is not a message"),
+    (b'{"trajectory": [], "history": 3}', "'history' is a number"),
+    (b'{"trajectory": [], "history": [{"role": "tool", "tool_calls": 5}, 7]}', "history entry 1"),
+    (b'{"trajectory_format": "mini-swe-agent-1.1", "messages": {}}', "'messages' is an empty object"),
+    (b'[{"task_id": 1, "traj": [{"role": "user"}, 3]}]', "tau-bench result 0"),
+    (b'{"simulations": 5}', "'simulations' is a number"),
+    (b'{"simulations": [{"messages": [{"role": "tool", "content": "x"}]}]}', "a tool message without"),
+    (b'{"simulations": [{"messages": [{"role": "assistant", "tool_calls": [{"id": 1}]}]}]}', "tool call"),
+    (b'{"type": "user", "uuid": "u", "message": {"content": 5}}', "in.json:1: message content is a number"),
+    (b'{"type": "assistant", "uuid": "u"}\n{"type": "user", "uuid": "v", "message": {}}',
+     "in.json:1: a 'assistant' line without a 'message' object"),
+    (b'{"history": [{"action": "message"}, 5]}', "expected a list of messages"),
+]
+
+
+@pytest.mark.parametrize("data,fragment", BAD)
+def test_bad_input_is_one_clear_line(data, fragment):
+    with pytest.raises(InputError) as info:
+        read_conversations(data, "in.json")
+    message = str(info.value)
+    assert message.startswith("in.json") and "\n" not in message
+    assert fragment in message
+
+
+SAMPLES = [CC_SUBAGENT, SWE_FC, OH_GUI, OH_LEGACY]
+JUNK = [None, 0, -1, 1.5, True, "", "x", [], {}, [None], {"type": "tool_use"}, {"role": "tool"}]
+
+
+def _mutate(value, rng: random.Random):
+    """Replace one randomly chosen value inside ``value`` (or a key's presence) with junk."""
+    if isinstance(value, dict) and value and rng.random() < 0.8:
+        key = rng.choice(list(value))
+        if rng.random() < 0.15:
+            del value[key]
+        else:
+            value[key] = _mutate(value[key], rng)
+        return value
+    if isinstance(value, list) and value and rng.random() < 0.8:
+        i = rng.randrange(len(value))
+        value[i] = _mutate(value[i], rng)
+        return value
+    return copy.deepcopy(rng.choice(JUNK))
+
+
+@pytest.mark.parametrize("rel", SAMPLES)
+def test_odd_input_never_crashes(rel):
+    """Random damage to real logs gives conversations or one InputError line, never another exception."""
+    rng = random.Random(rel)
+    text = raw(rel).decode("utf-8")
+    is_jsonl = rel.endswith(".jsonl")
+    base = [json.loads(line) for line in text.splitlines()][:40] if is_jsonl else json.loads(text)
+    for _ in range(150):
+        data = copy.deepcopy(base)
+        for _ in range(rng.randint(1, 4)):
+            data = _mutate(data, rng)
+        out = ("\n".join(json.dumps(d) for d in data) if is_jsonl and isinstance(data, list) else json.dumps(data))
+        try:
+            convs = read_conversations(out.encode(), "in.json")
+        except InputError as exc:
+            assert str(exc).startswith("in.json") and "\n" not in str(exc)
+            continue
+        for conv in convs:
+            assert conv.format in FORMATS and isinstance(conv.messages, list)
+            FORMATS[conv.format].scan(conv.messages)
