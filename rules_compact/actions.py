@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
@@ -100,14 +99,17 @@ def _truncate(options, ctx, path) -> Action:
                           extra=("omitted",))
     if marker is None:
         return Action("truncate", lambda item, ed: None)
-    shape = re.compile(f"(?s).{{{head}}}(?:{marker.pattern.pattern}).{{{tail}}}")
+    def shape(text: str) -> bool:
+        """Already truncated: head, then a marker, then tail."""
+        return len(text) >= head + tail and marker.matches_any(text[head:len(text) - tail])
+
     ctx.recognise(shape)
 
     def truncate(item: Item, ed: Editor) -> str | None:
         if item.kind != "tool_result":
             return "truncate applies to tool results only"
         current = ed.result_text(item)
-        if len(current) <= head + tail or shape.fullmatch(current):
+        if len(current) <= head + tail or shape(current):
             return None
         omitted = len(current) - head - tail
         values = result_variables(current, item.tool_name, item.tool_call_id, ed.view.estimate(current))
@@ -126,7 +128,7 @@ def _strip_text(options, ctx, path) -> Action:
     max_chars = options.get("keep_max_chars")
     marker = options.get("marker")
     if marker is not None:
-        ctx.recognise(re.compile(re.escape(marker)))
+        ctx.recognise(marker.__eq__)
     text_first = options.get("text_first", False)
     keep_thinking = options.get("keep_thinking", False)
     keep_text = options.get("keep_text", False)

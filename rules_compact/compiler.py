@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import Any, Callable
 
 import jmespath
 import jmespath.exceptions
@@ -12,6 +11,7 @@ from .actions import Action, ActionKind
 from .errors import Problem
 from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from .matchers import MatcherKind
+from .regexes import RegexError, compile_regex
 from .model import Budget, Rule, RuleSet, ToolSpec, ToolTable, Trigger
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .view import Predicate
@@ -33,7 +33,7 @@ class CompileContext:
         self.actions = actions
         self.estimators = estimators
         self.problems: list[Problem] = []
-        self.patterns: list[re.Pattern] = []  # what ``compacted`` recognises
+        self.patterns: list[Callable[[str], bool]] = []  # what ``compacted`` recognises
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -60,10 +60,11 @@ class CompileContext:
         name, options = (spec, None) if isinstance(spec, str) else next(iter(spec.items()))
         return self.actions[name].compile(options, self, path if isinstance(spec, str) else join_path(path, name))
 
-    def regex(self, pattern: str, path: str, ignore_case: bool = False) -> re.Pattern | None:
+    def regex(self, pattern: str, path: str, ignore_case: bool = False):
+        """An RE2 pattern (linear time), or None after reporting why it is invalid."""
         try:
-            return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
+            return compile_regex(pattern, ignore_case)
+        except RegexError as exc:
             self.problem(path, f"invalid regex {pattern!r}: {exc}")
             return None
 
@@ -81,12 +82,12 @@ class CompileContext:
         except TemplateError as exc:
             self.problem(path, str(exc))
             return None
-        self.patterns.append(template.pattern)
+        self.patterns.append(template.matches_any)
         return template
 
-    def recognise(self, pattern: re.Pattern) -> None:
-        """Register the shape of an action's output so that ``compacted`` recognises it."""
-        self.patterns.append(pattern)
+    def recognise(self, test: Callable[[str], bool]) -> None:
+        """Register a test for an action's output so that ``compacted`` recognises it."""
+        self.patterns.append(test)
 
 
 def _mentions(spec: Any, key: str) -> bool:
@@ -128,7 +129,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         tool_placeholder = ctx.template(meta["placeholder"], f"{path}.placeholder") if "placeholder" in meta else None
         specs.append(ToolSpec(str(name), meta["compact"], tool_placeholder, source))
     specs += plugin_tools
-    ctx.patterns += [s.placeholder.pattern for s in plugin_tools if s.placeholder is not None]
+    ctx.patterns += [s.placeholder.matches_any for s in plugin_tools if s.placeholder is not None]
     if entries is None:
         entries = [(raw, ctx, f"rules[{i}]") for i, raw in enumerate(data.get("rules", []))]
     rules = []

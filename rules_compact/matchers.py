@@ -145,9 +145,9 @@ def _compacted(value, ctx, path):
         patterns = view.ruleset.compacted_patterns
         if item.kind == "assistant":
             texts = view.fmt.text_blocks(view.messages[item.msg_index])
-            hit = any(p.fullmatch(t) for t in texts for p in patterns)
+            hit = any(test(t) for t in texts for test in patterns)
         else:
-            hit = any(p.fullmatch(item.text) for p in patterns)
+            hit = any(test(item.text) for test in patterns)
         return hit is value
 
     return compacted

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass
 from typing import Any
 
 from .estimators import utf8_len
+from .regexes import compile_regex, escape
 
 __all__ = ["Template", "TemplateError", "RESULT_VARIABLES"]
 
@@ -26,7 +26,7 @@ class Template:
 
     text: str
     variables: tuple[str, ...]
-    pattern: re.Pattern
+    pattern: object  # an RE2 pattern matching any output of the template
 
     @classmethod
     def compile(cls, text: str, allowed: tuple[str, ...]) -> Template:
@@ -36,7 +36,7 @@ class Template:
         except ValueError as exc:
             raise TemplateError(f"malformed template {text!r}: {exc}; write literal braces as {{{{ and }}}}") from None
         for literal, field, spec, conversion in parsed:
-            regex.append(re.escape(literal))
+            regex.append(escape(literal))
             if field is None:
                 continue
             if field not in allowed:
@@ -46,7 +46,7 @@ class Template:
                 raise TemplateError(f"conversion !{conversion} is not supported in {text!r}")
             names.append(field)
             regex.append(".*?")
-        template = cls(text, tuple(names), re.compile("".join(regex), re.DOTALL))
+        template = cls(text, tuple(names), compile_regex("".join(regex), dot_all=True))
         try:
             template.render(SAMPLE)
         except (ValueError, TypeError) as exc:
@@ -61,14 +61,18 @@ class Template:
         the same ``tool_name`` and ``tool_call_id``, any sizes."""
         regex = []
         for literal, field, _, _ in string.Formatter().parse(self.text):
-            regex.append(re.escape(literal))
+            regex.append(escape(literal))
             if field in ("tool_name", "tool_call_id"):
-                regex.append(re.escape(str(values[field])))
+                regex.append(escape(str(values[field])))
             elif field in ("chars", "bytes", "tokens", "lines", "omitted"):
                 regex.append(r"[0-9,._ ]*")
             elif field is not None:
                 regex.append(".*?")
-        return re.fullmatch("".join(regex), text, re.DOTALL) is not None
+        return compile_regex("".join(regex), dot_all=True).fullmatch(text) is not None
+
+    def matches_any(self, text: str) -> bool:
+        """Whether ``text`` is an output of this template, whatever its variables."""
+        return self.pattern.fullmatch(text) is not None
 
 
 def result_variables(text: str, tool_name: str | None, tool_call_id: str | None, tokens: int) -> dict[str, Any]:

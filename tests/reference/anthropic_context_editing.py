@@ -45,10 +45,16 @@ is therefore our choice: ``"[cleared]"``, LangChain's
 Open choices in ``clear_tool_uses`` (docs are silent)
 -----------------------------------------------------
 1. Token count: ``input_tokens`` if given (the real API counts the whole
-   prompt: system, tools, messages); otherwise ``estimate_tokens(messages)``:
-   JS-length (UTF-16 units) of text, thinking, redacted_thinking ``data``,
-   tool_use name + compact JSON input, tool_result text, divided by 4 and
-   rounded half up once over the total.
+   prompt -- system, tools, messages -- server-side, with its tokenizer);
+   otherwise ``estimate_tokens(messages, estimator)``, a documented parameter.
+   Both estimators measure the same pieces in JavaScript lengths (UTF-16
+   code units): string content, text, thinking, redacted_thinking ``data``,
+   tool_use name and (a separate piece) compact JSON input, tool_result text.
+   ``"utf16_4"`` (the default, the estimator the preset
+   ``anthropic-clear-tool-uses`` names) rounds each piece half up
+   (``Math.round(length / 4)``) and sums; ``"js_total"`` sums the lengths
+   and rounds total/4 once.  Neither is the API's count; the default is the
+   one the rule language names, so the preset can be compared exactly.
 2. Trigger is strict (``> value``) for ``input_tokens`` ("exceeds") and for
    ``tool_uses`` (number of ``tool_use`` blocks ``> value``).  ``trigger`` may
    be an int (input tokens) or ``{"type": ..., "value": ...}``.
@@ -124,12 +130,13 @@ def _block_list_text(content) -> str:
     return ""
 
 
-def count_chars(messages: list[dict]) -> int:
-    total = 0
+def pieces(messages: list[dict]) -> list[str]:
+    """Every string the estimate measures, one piece each."""
+    out: list[str] = []
     for msg in messages:
         content = msg.get("content")
         if isinstance(content, str):
-            total += _js_len(content)
+            out.append(content)
             continue
         if not isinstance(content, list):
             continue
@@ -138,21 +145,37 @@ def count_chars(messages: list[dict]) -> int:
                 continue
             t = b.get("type")
             if t == "text":
-                total += _js_len(b.get("text") or "")
+                out.append(b.get("text") or "")
             elif t == "thinking":
-                total += _js_len(b.get("thinking") or "")
+                out.append(b.get("thinking") or "")
             elif t == "redacted_thinking":
-                total += _js_len(b.get("data") or "")
+                out.append(b.get("data") or "")
             elif t == "tool_use":
-                total += _js_len(b.get("name") or "")
-                total += _js_len(_json_stringify(b.get("input", {})))
+                out.append(b.get("name") or "")
+                out.append(_json_stringify(b.get("input", {})))
             elif t == "tool_result":
-                total += _js_len(_block_list_text(b.get("content")))
-    return total
+                out.append(_block_list_text(b.get("content")))
+    return out
 
 
-def estimate_tokens(messages: list[dict]) -> int:
-    return math.floor(count_chars(messages) / CHARS_PER_TOKEN + 0.5)
+def count_chars(messages: list[dict]) -> int:
+    return sum(_js_len(p) for p in pieces(messages))
+
+
+ESTIMATORS = ("utf16_4", "js_total")
+DEFAULT_ESTIMATOR = "utf16_4"
+
+
+def _round_half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def estimate_tokens(messages: list[dict], estimator: str = DEFAULT_ESTIMATOR) -> int:
+    if estimator == "utf16_4":
+        return sum(_round_half_up(_js_len(p) / CHARS_PER_TOKEN) for p in pieces(messages))
+    if estimator == "js_total":
+        return _round_half_up(count_chars(messages) / CHARS_PER_TOKEN)
+    raise ValueError(f"unknown estimator {estimator!r}; allowed: {', '.join(ESTIMATORS)}")
 
 
 # --------------------------------------------------------------------------
@@ -204,13 +227,14 @@ def clear_tool_uses(
     input_tokens=None,
     *,
     placeholder: str = PLACEHOLDER,
+    estimator: str = DEFAULT_ESTIMATOR,
 ) -> list[dict]:
     out = copy.deepcopy(messages)
     uses = _tool_uses(out)
 
     trig_type, trig_value = _value(trigger, "input_tokens")
     if trig_type == "input_tokens":
-        tokens = input_tokens if input_tokens is not None else estimate_tokens(out)
+        tokens = input_tokens if input_tokens is not None else estimate_tokens(out, estimator)
         if not tokens > trig_value:
             return out
     elif trig_type == "tool_uses":
@@ -232,7 +256,7 @@ def clear_tool_uses(
         inputs_for = set()
         clear_inputs_all = bool(clear_tool_inputs)
 
-    before = estimate_tokens(out)
+    before = estimate_tokens(out, estimator)
     for msg_idx, block_idx, use_id, name in candidates:
         if name in excluded:
             continue
@@ -250,7 +274,7 @@ def clear_tool_uses(
         cal_type, cal_value = _value(clear_at_least, "input_tokens")
         if cal_type != "input_tokens":
             raise ValueError(f"unsupported clear_at_least type {cal_type!r}")
-        if before - estimate_tokens(out) < cal_value:
+        if before - estimate_tokens(out, estimator) < cal_value:
             return copy.deepcopy(messages)
     return out
 
@@ -318,6 +342,6 @@ def clear_thinking(
     return out
 
 
-def apply(messages: list[dict]) -> list[dict]:
+def apply(messages: list[dict], *, estimator: str = DEFAULT_ESTIMATOR) -> list[dict]:
     """Both strategies with default settings, thinking first (as the docs require)."""
-    return clear_tool_uses(clear_thinking(messages))
+    return clear_tool_uses(clear_thinking(messages), estimator=estimator)

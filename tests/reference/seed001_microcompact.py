@@ -18,15 +18,27 @@ Follows
 
 Interpretation choices
 ----------------------
-* ``estimateTokens`` is not defined in the seed.  Choice: sum the JavaScript
-  string lengths (UTF-16 code units) of: string message content; ``text``
-  blocks' ``text``; ``thinking`` blocks' ``thinking``; ``redacted_thinking``
-  blocks' ``data``; ``tool_use`` blocks' ``name`` plus
-  ``JSON.stringify(input)`` (compact separators, key order kept, non-ASCII
-  not escaped); ``tool_result`` blocks' content (string, or the text of its
-  ``text`` sub-blocks).  Other blocks (images, documents, ...) count 0.  Then
-  ``Math.round(total / 4)`` once over the total (JS round = half up), as in
-  Claude Code's ``roughTokenCountEstimation`` (``Math.round(len / 4)``).
+* ``estimateTokens`` is not defined in the seed, so the estimator is a
+  documented parameter, ``estimator=``.  Both choices measure the same pieces,
+  in JavaScript string lengths (UTF-16 code units): string message content;
+  ``text`` blocks' ``text``; ``thinking`` blocks' ``thinking``;
+  ``redacted_thinking`` blocks' ``data``; ``tool_use`` blocks' ``name`` and,
+  as a separate piece, ``JSON.stringify(input)`` (compact separators, key
+  order kept, non-ASCII not escaped); ``tool_result`` blocks' content (string,
+  or the concatenated text of its ``text`` sub-blocks).  Other blocks (images,
+  documents, ...) count 0.
+
+  - ``"utf16_4"`` (the default, and the estimator the preset
+    ``strip-tool-turn-reasoning`` names): ``Math.round(length / 4)`` for each
+    piece (JS round = half up), summed -- Claude Code's
+    ``roughTokenCountEstimation`` applied piece by piece.
+  - ``"js_total"``: the lengths summed first, then ``Math.round(total / 4)``
+    once (the earlier choice of this oracle; it can differ from ``utf16_4`` by
+    up to half a token per piece).
+
+  The two are equally faithful to the seed, which leaves the function open;
+  the default is the one the rule language names, so the preset can be
+  compared exactly.
 * The trigger is strict: ``> 120000`` (``TOKEN_THRESHOLD``).
 * An assistant message whose ``content`` is not a list (plain string / None)
   has no ``tool_use`` block and is left unchanged (in the JS, ``.some`` on a
@@ -73,12 +85,13 @@ def _tool_result_text(content) -> str:
     return ""
 
 
-def count_chars(messages: list[dict]) -> int:
-    total = 0
+def pieces(messages: list[dict]) -> list[str]:
+    """Every string the estimate measures, one piece each (see the module docstring)."""
+    out: list[str] = []
     for msg in messages:
         content = msg.get("content")
         if isinstance(content, str):
-            total += _js_len(content)
+            out.append(content)
             continue
         if not isinstance(content, list):
             continue
@@ -87,21 +100,34 @@ def count_chars(messages: list[dict]) -> int:
                 continue
             t = b.get("type")
             if t == "text":
-                total += _js_len(b.get("text") or "")
+                out.append(b.get("text") or "")
             elif t == "thinking":
-                total += _js_len(b.get("thinking") or "")
+                out.append(b.get("thinking") or "")
             elif t == "redacted_thinking":
-                total += _js_len(b.get("data") or "")
+                out.append(b.get("data") or "")
             elif t == "tool_use":
-                total += _js_len(b.get("name") or "")
-                total += _js_len(_json_stringify(b.get("input", {})))
+                out.append(b.get("name") or "")
+                out.append(_json_stringify(b.get("input", {})))
             elif t == "tool_result":
-                total += _js_len(_tool_result_text(b.get("content")))
-    return total
+                out.append(_tool_result_text(b.get("content")))
+    return out
 
 
-def estimate_tokens(messages: list[dict]) -> int:
-    return _js_round(count_chars(messages) / CHARS_PER_TOKEN)
+def count_chars(messages: list[dict]) -> int:
+    """Total JavaScript length of all pieces."""
+    return sum(_js_len(p) for p in pieces(messages))
+
+
+ESTIMATORS = ("utf16_4", "js_total")
+DEFAULT_ESTIMATOR = "utf16_4"
+
+
+def estimate_tokens(messages: list[dict], estimator: str = DEFAULT_ESTIMATOR) -> int:
+    if estimator == "utf16_4":
+        return sum(_js_round(_js_len(p) / CHARS_PER_TOKEN) for p in pieces(messages))
+    if estimator == "js_total":
+        return _js_round(count_chars(messages) / CHARS_PER_TOKEN)
+    raise ValueError(f"unknown estimator {estimator!r}; allowed: {', '.join(ESTIMATORS)}")
 
 
 def _has_tool_use(msg: dict) -> bool:
@@ -123,8 +149,9 @@ def microcompact(messages: list[dict]) -> list[dict]:
     return out
 
 
-def apply(messages: list[dict], *, threshold: int = TOKEN_THRESHOLD) -> list[dict]:
+def apply(messages: list[dict], *, threshold: int = TOKEN_THRESHOLD,
+          estimator: str = DEFAULT_ESTIMATOR) -> list[dict]:
     """``query``'s trigger: microcompact only when estimateTokens(messages) > threshold."""
-    if estimate_tokens(messages) > threshold:
+    if estimate_tokens(messages, estimator) > threshold:
         return microcompact(messages)
     return copy.deepcopy(messages)

@@ -246,11 +246,22 @@ def _s001_sized(total_chars):
 
 
 def test_s001_token_trigger_is_strict_and_rounds_half_up():
-    assert s001m.estimate_tokens(_s001_sized(480_001)) == 120_000  # 120000.25
-    assert s001m.estimate_tokens(_s001_sized(480_002)) == 120_001  # 120000.5 -> up
-    assert s001m.apply(_s001_sized(480_001)) == _s001_sized(480_001)
-    out = s001m.apply(_s001_sized(480_002))
+    # js_total: the lengths summed, Math.round(total / 4) once
+    assert s001m.estimate_tokens(_s001_sized(480_001), "js_total") == 120_000  # 120000.25
+    assert s001m.estimate_tokens(_s001_sized(480_002), "js_total") == 120_001  # 120000.5 -> up
+    assert s001m.apply(_s001_sized(480_001), estimator="js_total") == _s001_sized(480_001)
+    out = s001m.apply(_s001_sized(480_002), estimator="js_total")
     assert out[1]["content"] == [{"type": "tool_use", "id": "a", "name": "t", "input": {}}]
+
+
+def test_s001_default_estimator_rounds_each_piece():
+    # utf16_4: "u" * 479_998 -> 119_999.5 -> 120_000; "t" -> 0.25 -> 0; "{}" -> 0.5 -> 1
+    msgs = _s001_sized(480_001)
+    assert s001m.estimate_tokens(msgs) == s001m.estimate_tokens(msgs, "utf16_4") == 120_001
+    assert s001m.apply(msgs) != msgs
+    assert ace.estimate_tokens(msgs) == 120_001 and ace.estimate_tokens(msgs, "js_total") == 120_000
+    with pytest.raises(ValueError):
+        s001m.estimate_tokens(msgs, "chars4")
 
 
 def test_s001_estimate_counts_utf16_units_and_json_input():
