@@ -189,8 +189,15 @@ def _table(rows, right=frozenset()) -> str:
                                for i, (c, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
+    parser = _Parser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--strict", action="store_true", help="a plugin that fails to load is an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

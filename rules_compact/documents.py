@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, kind_of
 
 __all__ = ["Document", "read_document", "write_atomic", "MAX_INPUT_BYTES"]
 
@@ -62,6 +62,8 @@ def parse_document(raw: bytes, name: str) -> Document:
         raise InputError(f"{name}: JSON nests too deeply") from None
     if isinstance(data, dict):
         messages = data.get("messages")
+        if "messages" in data and not isinstance(messages, list):
+            raise InputError(f"{name}: 'messages' must be a list, got {kind_of(messages)}")
         if not isinstance(messages, list):
             raise InputError(f"{name}: expected a list of messages or an object with a 'messages' list; "
                              f"the object has keys: {', '.join(list(map(str, data))[:8]) or 'none'}")
@@ -69,7 +71,7 @@ def parse_document(raw: bytes, name: str) -> Document:
         messages = data
     else:
         raise InputError(f"{name}: expected a list of messages or an object with a 'messages' list, "
-                         f"got {type(data).__name__}")
+                         f"got {kind_of(data)}")
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
             raise InputError(f"{name}: message {i} is not a message (an object with a string 'role'); "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RulesCompactError", "ConfigError", "InputError", "Problem"]
+__all__ = ["RulesCompactError", "ConfigError", "InputError", "Problem", "kind_of"]
 
 
 class RulesCompactError(Exception):
@@ -36,6 +36,13 @@ class ConfigError(RulesCompactError):
     def __init__(self, problems: list[Problem]):
         self.problems = sorted(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def kind_of(value: object) -> str:
+    """A JSON/YAML reader's name for a value's type: 'a list', 'a string', 'null'..."""
+    names = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+             dict: "a mapping", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 class InputError(RulesCompactError):

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
-from .errors import ConfigError, InputError, Problem
+from .errors import ConfigError, InputError, Problem, kind_of
 from .model import RuleSet
 from .plugins import extended_schema, registry
 from .resources import bundled_rules, preset_names, rule_schema
@@ -83,7 +83,7 @@ def _layer(text: str, file: str, reg) -> Layer:
     if data is None:
         raise ConfigError([Problem(file, 1, 1, "empty rule file; expected a mapping with version, name and rules")])
     if not isinstance(data, dict):
-        raise ConfigError([Problem(file, 1, 1, f"a rule file must be a mapping, got {_kind(data)}")])
+        raise ConfigError([Problem(file, 1, 1, f"a rule file must be a mapping, got {kind_of(data)}")])
     problems = schema_problems(data, file, marks, key_marks, extended_schema(rule_schema(), reg))
     if problems:
         raise ConfigError(problems)
@@ -164,11 +164,6 @@ def check_rules(source: str | os.PathLike) -> list[Problem]:
     return []
 
 
-def _kind(value: Any) -> str:
-    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
-            dict: "a mapping", type(None): "null"}.get(type(value), type(value).__name__)
-
-
 def _pick(error: ValidationError) -> ValidationError:
     """Descend into anyOf/oneOf to the branch error that says most."""
     while error.context:
@@ -194,7 +189,7 @@ def _describe(error: ValidationError) -> tuple[str, str | None]:
     if kind == "type":
         wanted = error.validator_value
         wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
-        return f"expected {wanted}, got {_kind(inst)} {inst!r}", None
+        return f"expected {wanted}, got {kind_of(inst)} {inst!r}", None
     if kind == "minimum":
         return f"expected a number >= {error.validator_value}, got {inst!r}", None
     if kind == "maxProperties" and isinstance(inst, dict):
