@@ -119,7 +119,10 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
 
 def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
     """Parse one YAML document safely: ``(data, value marks, key marks, problems)``."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        return None, {}, {}, [_reader_problem(text, file, exc)]
     try:
         node = loader.get_single_node()
         if node is None:
@@ -132,6 +135,8 @@ def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
         return None, {}, {}, [Problem(file, line, col, str(exc))]
     except RecursionError:
         return None, {}, {}, [Problem(file, 1, 1, "the document nests too deeply")]
+    except yaml.reader.ReaderError as exc:
+        return None, {}, {}, [_reader_problem(text, file, exc)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         if "quoted scalar" in (getattr(exc, "context", None) or "") and getattr(exc, "context_mark", None):
@@ -140,3 +145,11 @@ def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
         return None, {}, {}, [Problem(file, line, col, _yaml_message(exc))]
     finally:
         loader.dispose()
+
+
+def _reader_problem(text: str, file: str, exc: yaml.reader.ReaderError) -> Problem:
+    """A character YAML does not allow (control characters), located by its position."""
+    before = text[:exc.position]
+    line = before.count("\n") + 1
+    col = exc.position - (before.rfind("\n") + 1) + 1
+    return Problem(file, line, col, f"YAML error: character {exc.character:#06x} is not allowed in YAML text")
