@@ -169,6 +169,19 @@ def _clear_inputs(options, ctx, path) -> Action:
     return Action("clear-inputs", clear_inputs)
 
 
+def _cache_breakpoint(options, ctx, path) -> Action:
+    cache_control = {"type": "ephemeral", **({"ttl": options["ttl"]} if options and "ttl" in options else {})}
+
+    def cache_breakpoint(item: Item, ed: Editor) -> str | None:
+        fmt = ed.view.fmt
+        if fmt.name != "anthropic":
+            return "cache-breakpoint needs the Anthropic format"
+        ed.replace(item.msg_index, fmt.mark_cache(ed.message(item.msg_index), item, cache_control))
+        return None
+
+    return Action("cache-breakpoint", cache_breakpoint)
+
+
 BUILTIN_ACTIONS: dict[str, ActionKind] = {
     k.name: k
     for k in [
@@ -177,5 +190,7 @@ BUILTIN_ACTIONS: dict[str, ActionKind] = {
         ActionKind("truncate", _truncate, "Keep the first and last characters of a tool result."),
         ActionKind("strip-text", _strip_text, "Remove text and thinking from an assistant turn that calls tools."),
         ActionKind("clear-inputs", _clear_inputs, "Blank the arguments of the tool call(s) to {}."),
+        ActionKind("cache-breakpoint", _cache_breakpoint,
+                   "Put an Anthropic cache_control breakpoint on the item's block."),
     ]
 }

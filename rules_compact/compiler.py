@@ -12,7 +12,7 @@ from .errors import Problem
 from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from .matchers import MatcherKind
 from .regexes import RegexError, compile_regex
-from .model import Budget, Rule, RuleSet, ToolSpec, ToolTable, Trigger
+from .model import Budget, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .view import Predicate
 from .yamlsource import Marks, join_path, locate
@@ -151,6 +151,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         name=data["name"], version=data["version"], description=data.get("description", ""),
         enabled=data.get("enabled", True),
         trigger=Trigger(trigger.get("tokens_over"), trigger.get("tool_results_over")),
+        step=Step(data["step"]["unit"], data["step"]["every"]) if "step" in data else None,
         budget=Budget(budget.get("min_cleared_tokens"), budget.get("stop_at_tokens"),
                       budget.get("stop_after_cleared_tokens"), budget.get("min_cleared_counts", "saved")),
         estimator_name=estimator_name,

@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 
 from .errors import InputError
 from .formats import FORMATS, Format, Item, detect_format, parts_text
-from .model import RuleSet
+from .model import RuleSet, Step
 from .report import Decision, PassReport, Report
 from .view import View
 
@@ -65,19 +65,43 @@ def _first_rule(ruleset: RuleSet, item: Item, view: View):
     return None
 
 
+def step_boundary(view: View, step: Step) -> int:
+    """How many leading messages the rules decide on: the history up to the latest boundary.
+
+    A pure function of that history, so between boundaries the decided prefix, and with it the
+    prompt prefix a provider caches, stays byte-identical."""
+    if step.unit == "messages":
+        return len(view.messages) // step.every * step.every
+    if step.unit == "tool_results":
+        results = [it for it in view.items if it.kind == "tool_result"]
+        reached = len(results) // step.every * step.every
+        return results[reached - 1].msg_index + 1 if reached else 0
+    limit = view.total_tokens // step.every * step.every
+    running = 0
+    for i, tokens in enumerate(view.message_tokens):
+        running += tokens
+        if running > limit:
+            return i
+    return len(view.messages)
+
+
 def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassReport]:
     """One rule file over ``messages``: the new list and what was decided."""
-    view = View(messages, fmt, ruleset)
-    tokens = view.total_tokens
+    full = View(messages, fmt, ruleset)
+    boundary = step_boundary(full, ruleset.step) if ruleset.step else len(messages)
+    view = full if boundary == len(messages) else View(messages[:boundary], fmt, ruleset)
+    tokens = full.total_tokens
     chars = _chars(fmt, messages)
     base = dict(ruleset=ruleset.name, source=ruleset.source, tokens_before=tokens, chars_before=chars,
                 over_budget_tokens=ruleset.over_budget_tokens, idempotent=ruleset.idempotent)
     if not ruleset.enabled:
         return messages, PassReport(ran=False, reason="disabled", tokens_after=tokens, chars_after=chars, **base)
     trigger = ruleset.trigger
-    if trigger.tokens_over is not None and not tokens > trigger.tokens_over:
-        return messages, PassReport(ran=False, reason=f"not triggered: {tokens} tokens <= {trigger.tokens_over}",
-                                    tokens_after=tokens, chars_after=chars, **base)
+    decided_tokens = view.total_tokens
+    if trigger.tokens_over is not None and not decided_tokens > trigger.tokens_over:
+        return messages, PassReport(
+            ran=False, reason=f"not triggered: {decided_tokens} tokens <= {trigger.tokens_over}",
+            tokens_after=tokens, chars_after=chars, **base)
     results = view.tool_results
     if trigger.tool_results_over is not None and not results > trigger.tool_results_over:
         return messages, PassReport(
@@ -86,7 +110,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
 
     budget = ruleset.budget
     editor = _Editor(messages, view)
-    message_tokens = list(view.message_tokens)
+    message_tokens = list(full.message_tokens)
     total, cleared, removed = tokens, 0, 0
     decisions: list[Decision] = []
     for item in view.items:
@@ -111,6 +135,9 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
                 if touched:
                     removed += max(saved, view.item_tokens(item)) if item.kind == "tool_result" else saved
         decisions.append(_decision(item, view, rule, saved, bool(touched), error, note))
+    for item in full.items[len(view.items):]:
+        decisions.append(_decision(item, full, None, 0, False, full.is_error(item),
+                                   "after the step boundary: left as it is"))
 
     out, gate = editor.out, None
     if budget.min_cleared_tokens is not None:
@@ -121,12 +148,14 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
             why = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
                    + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
             decisions = [_unapplied(d, why) if d.changed else d for d in decisions]
-    answered = {it.tool_call_id for it in view.items if it.kind == "tool_result"}
-    dangling = tuple(cid for it in view.items if it.dangling for cid in it.call_ids if cid not in answered)
+    answered = {it.tool_call_id for it in full.items if it.kind == "tool_result"}
+    dangling = tuple(cid for it in full.items if it.dangling for cid in it.call_ids if cid not in answered)
+    reason = trigger.describe() + (f"; step every {ruleset.step.every} {ruleset.step.unit}: rules decide "
+                                   f"messages 0-{boundary - 1}" if ruleset.step else "")
     return out, PassReport(
-        ran=True, reason=trigger.describe(), tokens_after=total, chars_after=_chars(fmt, out) if out is not messages
+        ran=True, reason=reason, tokens_after=total, chars_after=_chars(fmt, out) if out is not messages
         else chars, decisions=tuple(decisions), gate=gate,
-        orphans=tuple(it.index for it in view.items if it.orphan), dangling=dangling, **base)
+        orphans=tuple(it.index for it in full.items if it.orphan), dangling=dangling, **base)
 
 
 def _decision(item: Item, view: View, rule, saved: int, changed: bool, error: bool, note: str | None) -> Decision:

@@ -138,6 +138,10 @@ class Format:
         """Whether an assistant message has nothing left that the API would accept."""
         raise NotImplementedError
 
+    def mark_cache(self, msg: dict, item: Item, cache_control: dict) -> dict:
+        """Put ``cache_control`` on the item's block (Anthropic only)."""
+        return msg
+
     def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
         raise NotImplementedError
 
@@ -381,6 +385,18 @@ class AnthropicFormat(Format):
     def is_empty(self, msg: dict) -> bool:
         content = msg.get("content")
         return not content
+
+    def mark_cache(self, msg: dict, item: Item, cache_control: dict) -> dict:
+        content = msg.get("content")
+        if not isinstance(content, list) or not content:
+            return msg
+        at = item.block_index if item.block_index is not None else len(content) - 1
+        block = content[at]
+        if not isinstance(block, dict) or block.get("cache_control") == cache_control:
+            return msg
+        blocks = list(content)
+        blocks[at] = {**block, "cache_control": cache_control}
+        return {**msg, "content": blocks}
 
     def clear_inputs(self, msg, call_ids):
         blocks, changed = [], False

@@ -129,6 +129,23 @@ def _dangling(value, ctx, path):
     return lambda item, view: item.dangling is value
 
 
+def _superseded(value, ctx, path):
+    key = ctx.jmespath(value["key"], f"{path}.key") if isinstance(value, dict) and "key" in value else None
+    wanted = value if isinstance(value, bool) else True
+
+    def superseded(item: Item, view: View) -> bool:
+        return (item.index in view.superseded(key)) is wanted
+
+    return superseded
+
+
+def _at_step_boundary(value, ctx, path):
+    def last(item: Item, view: View) -> bool:
+        return (bool(view.items) and item.index == view.items[-1].index) is value
+
+    return last
+
+
 def _has_thinking(value, ctx, path):
     return lambda item, view: item.has_thinking is value
 
@@ -211,6 +228,10 @@ BUILTIN_MATCHERS: dict[str, MatcherKind] = {
         MatcherKind("orphan", _orphan, "The result answers no known call."),
         MatcherKind("dangling", _dangling, "The assistant turn has a call with no result."),
         MatcherKind("has_thinking", _has_thinking, "The assistant turn holds thinking or reasoning."),
+        MatcherKind("superseded", _superseded,
+                    "A later call of the same tool repeats the result's arguments (or one value in them)."),
+        MatcherKind("at_step_boundary", _at_step_boundary,
+                    "The item is the last one the rules decide on (the last before the step boundary)."),
         MatcherKind("call_in_previous_assistant", _call_in_previous_assistant,
                     "The result's call is in the nearest assistant message before it."),
         MatcherKind("compacted", _compacted, "The content already is a placeholder or marker of this rule set."),

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .actions import Action
     from .view import Predicate
 
-__all__ = ["ToolSpec", "ToolTable", "Trigger", "Budget", "Rule", "RuleSet"]
+__all__ = ["ToolSpec", "ToolTable", "Trigger", "Step", "Budget", "Rule", "RuleSet"]
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -79,6 +79,15 @@ class Trigger:
 
 
 @dataclass(frozen=True)
+class Step:
+    """Decisions change only at step boundaries: every ``every`` units of history, the rules
+    are evaluated on the history up to the latest boundary, and what follows it is kept."""
+
+    unit: str  # "tool_results" | "tokens" | "messages"
+    every: int
+
+
+@dataclass(frozen=True)
 class Budget:
     """Budget conditions, applied oldest item first."""
 
@@ -114,6 +123,7 @@ class RuleSet:
     enabled: bool
     trigger: Trigger
     budget: Budget
+    step: Step | None
     estimator_name: str
     estimator: Estimator
     placeholder: Template

@@ -234,8 +234,7 @@ def _from_value(data: Any) -> list[_Draft]:
         return _from_object(data)
     if isinstance(data, list):
         return _from_list(data)
-    raise _Bad("expected a list of messages, an object with a 'messages' list or a known agent log, "
-               f"got {_describe(data)}")
+    raise _Bad(f"expected a list of messages or an object with a 'messages' list, got {_describe(data)}")
 
 
 def _from_object(data: dict) -> list[_Draft]:
@@ -273,14 +272,14 @@ def _from_object(data: dict) -> list[_Draft]:
     if "messages" in data:
         messages = data["messages"]
         if not isinstance(messages, list):
-            raise _Bad(f"'messages' is {_describe(messages)}, not a list of messages")
+            raise _Bad(f"'messages' must be a list, got {_describe(messages)}")
         for i, msg in enumerate(messages):
             if not _is_message(msg):
-                raise _Bad(f"message {i} is not a message (an object with a string 'role'): {_describe(msg)}")
+                raise _Bad(f"message {i} is not a message (an object with a string 'role'); "
+                           "not a known conversation format")
         return [_Draft(messages, "messages", detect_format(messages), envelope=data)]
     keys = ", ".join(list(map(str, data))[:8]) or "none"
-    raise _Bad("expected a list of messages, an object with a 'messages' list or a known agent log; "
-               f"the object has keys: {keys}")
+    raise _Bad(f"expected a list of messages or an object with a 'messages' list; the object has keys: {keys}")
 
 
 def _from_list(data: list) -> list[_Draft]:
@@ -293,7 +292,7 @@ def _from_list(data: list) -> list[_Draft]:
         return [_Draft(messages, "openhands", "openai", notes)]
     i, item = next((i, m) for i, m in enumerate(data) if not _is_message(m))
     raise _Bad(f"a list whose items are neither messages nor a known log format: item {i} is not a message "
-               f"(an object with a string 'role'): {_describe(item)}")
+               "(an object with a string 'role')")
 
 
 def _message_list(value: Any, what: str) -> list:

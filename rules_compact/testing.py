@@ -275,11 +275,13 @@ def _check_anthropic_message(before: dict, after: dict, latest: bool, i: int) ->
     def structural(blocks, kind):
         return [b for b in blocks if isinstance(b, dict) and b.get("type") == kind]
 
-    for kind, editable in (("tool_use", {"input"}), ("tool_result", {"content"})):
+    for kind, editable in (("tool_use", {"input", "cache_control"}), ("tool_result", {"content", "cache_control"})):
         bs, as_ = structural(b_blocks, kind), structural(a_blocks, kind)
         assert len(bs) == len(as_), f"message {i}: {kind} blocks added or removed"
         for b, a in zip(bs, as_):
             assert _without(b, editable) == _without(a, editable), f"message {i}: a {kind} block's ids changed"
+            if "cache_control" in b:  # a breakpoint may be added, never lost
+                assert a.get("cache_control") == b["cache_control"], f"message {i}: a cache_control was lost"
     for kind in ("thinking", "redacted_thinking"):
         kept = structural(a_blocks, kind)
         assert all(k in structural(b_blocks, kind) for k in kept), f"message {i}: a {kind} block was edited"

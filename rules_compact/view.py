@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import jmespath.exceptions
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -75,6 +77,50 @@ class View:
 
     def tool_spec(self, name: str | None):
         return self.ruleset.tools.lookup(name)
+
+    def superseded(self, key) -> frozenset[int]:
+        """Indices of results whose call a later call repeats: same tool, and the same
+        arguments (``key`` None) or the same value of the JMESPath ``key`` in them."""
+        memo_key = ("superseded", key)
+        found = self._ages.get(memo_key)
+        if found is None:
+            seen: set[tuple] = set()
+            hits: set[int] = set()
+            calls = {}
+            for it in self.items:
+                if it.kind == "assistant":
+                    for cid, name in zip(it.call_ids, it.call_names):
+                        calls[cid] = name
+            for it in reversed(self.items):
+                if it.kind == "assistant":
+                    for cid, name in zip(reversed(it.call_ids), reversed(it.call_names)):
+                        sig = self._signature(name, cid, key)
+                        if sig is not None:
+                            seen.add(sig)
+                elif it.tool_call_id is not None and it.tool_name is not None:
+                    sig = self._signature(it.tool_name, it.tool_call_id, key)
+                    if sig is not None and sig in seen:
+                        hits.add(it.index)
+            found = self._ages[memo_key] = frozenset(hits)
+        return found
+
+    def _signature(self, name: str, call_id: str, key) -> tuple | None:
+        call = self._call_by_id().get(call_id)
+        args = decode_args(call)
+        value = args if key is None else _search(key, args)
+        if value is None:
+            return None
+        return (name, json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+    def _call_by_id(self) -> dict:
+        calls = self._ages.get("calls")
+        if calls is None:
+            calls = {}
+            for msg in self.messages:
+                for cid, _, call in self.fmt.calls(msg):
+                    calls.setdefault(cid, call)
+            self._ages["calls"] = calls
+        return calls
 
     def in_tail(self, item: Item) -> bool:
         return bool(self.user_turns) and item.msg_index >= self.user_turns[-1]
@@ -215,6 +261,13 @@ def _later_in_message(items, weights: list[int]) -> list[int]:
 def _ages_by_item(weights: list[int], include_self: bool) -> list[int]:
     after = _suffix_sums(weights)
     return [after[i + 1] + (weights[i] if include_self else 0) for i in range(len(weights))]
+
+
+def _search(expression, data: Any) -> Any:
+    try:
+        return expression.search(data)
+    except jmespath.exceptions.JMESPathError:
+        return None
 
 
 def decode_args(call: dict | None) -> Any:
