@@ -17,6 +17,9 @@ from .formats import detect_format
 from .loader import check_rules, load_rules
 from .plugins import PluginError, extended_schema, registry
 from .resources import rule_schema
+from .analysis import conversation_stats, decision_changes
+from .plot import plot_rounds
+from .replay import Replay, parse_price, replay
 from .report import PassReport, Report
 
 PROG = "rules-compact"
@@ -196,6 +199,123 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _conversations(path: str, fmt: str | None) -> list[tuple[str, list, str]]:
+    """``(name, messages, format)`` for each conversation in a file."""
+    doc = read_document(path)
+    return [(doc.name, doc.messages, fmt or detect_format(doc.messages))]
+
+
+def _progress(done: int, total: int, name: str) -> None:
+    if total > 1 and sys.stderr.isatty():
+        width = 30
+        filled = width * done // total
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[-40:]:<40}", end="",
+              file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)
+
+
+def cmd_stats(args) -> int:
+    rulesets = _rules(args)
+    conversations = [c for path in args.inputs for c in _conversations(path, args.format)]
+    rows = [("conversation", "messages", "tool results", "tokens before", "tokens after", "saved", "saved by rule")]
+    totals = [0, 0, 0, 0]
+    for done, (name, messages, fmt) in enumerate(conversations, 1):
+        stats = conversation_stats(name, messages, rulesets, fmt)
+        before, after = stats.report.tokens_before, stats.report.tokens_after
+        shares = sorted(stats.saved_by_rule.items(), key=lambda kv: -kv[1])
+        by_rule = ", ".join(f"{rule} {saved / before:.0%}" for rule, saved in shares if before) or "-"
+        rows.append((name, str(stats.messages), str(stats.tool_results), f"{before:,}", f"{after:,}",
+                     _share(before, after), by_rule))
+        for i, value in enumerate((stats.messages, stats.tool_results, before, after)):
+            totals[i] += value
+        _progress(done, len(conversations), name)
+    rows.append((f"total ({len(conversations)})", str(totals[0]), str(totals[1]), f"{totals[2]:,}",
+                 f"{totals[3]:,}", _share(totals[2], totals[3]), ""))
+    print(_table(rows, right={1, 2, 3, 4, 5}))
+    return 0
+
+
+def _share(before: int, after: int) -> str:
+    return f"{(before - after) / before:.1%}" if before else "-"
+
+
+def _replays(messages: list, fmt: str, sets: list[tuple[str, list]], price) -> list[Replay]:
+    return [replay(messages, rulesets, fmt, price, label) for label, rulesets in sets]
+
+
+def cmd_replay(args) -> int:
+    _plugin_failures(args)
+    price = parse_price(args.price)
+    sets = [("none", None)]
+    if args.rules:
+        sets.append((" + ".join(args.rules), [load_rules(r) for r in args.rules]))
+    sets += [(name, [load_rules(name)]) for name in args.compare or []]
+    if len(sets) == 1:
+        sets.append(("default", [load_rules("default")]))
+    for name, messages, fmt in _conversations(args.input, args.format):
+        results = _replays(messages, fmt, sets, price)
+        base = results[0]
+        rows = [("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
+                 "vs none")]
+        for r in results:
+            rows.append((r.label, str(r.rounds), f"{r.total_prompt:,}", _ratio(r.total_prompt, base.total_prompt),
+                         f"{r.total_cached:,}", _ratio(r.total_cached, r.total_prompt), f"{r.cost:,.0f}",
+                         _ratio(r.cost, base.cost)))
+        print(f"{name}: replayed {base.rounds} rounds; prices: cached {price.cached}, uncached {price.uncached} "
+              f"({price.name})")
+        print(_table(rows, right={1, 2, 3, 4, 5, 6, 7}))
+        if args.plot:
+            plot_rounds(results, args.plot, title=name)
+    return 0
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.3f}" if base else "-"
+
+
+def cmd_diff(args) -> int:
+    _plugin_failures(args)
+    old, new = load_rules(args.old), load_rules(args.new)
+    price = parse_price(args.price)
+    md = args.format_out == "markdown"
+    out = [f"## rules-compact diff: `{args.old}` → `{args.new}`" if md else f"diff {args.old} -> {args.new}"]
+    totals = [0, 0, 0.0, 0.0]
+    for path in args.inputs:
+        for name, messages, fmt in _conversations(path, args.format):
+            before = compact(messages, [old], format=fmt).report
+            after = compact(messages, [new], format=fmt).report
+            changes = decision_changes(before, after)
+            costs = _replays(messages, fmt, [("old", [old]), ("new", [new])], price)
+            totals[0] += before.tokens_after
+            totals[1] += after.tokens_after
+            totals[2] += costs[0].cost
+            totals[3] += costs[1].cost
+            rows = [("item", "msg", "role", "tool", "old", "new")] + [
+                (str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new) for c in changes]
+            out.append("")
+            out.append(f"### {name}" if md else f"{name}:")
+            out.append(f"{len(changes)} decisions change; tokens after {before.tokens_after:,} -> "
+                       f"{after.tokens_after:,}; replay cost {costs[0].cost:,.0f} -> {costs[1].cost:,.0f} "
+                       f"({_ratio(costs[1].cost, costs[0].cost)}x)")
+            if changes:
+                out.append("")
+                out.append(_markdown(rows) if md else _table(rows, right={0, 1}))
+    out.append("")
+    out.append(f"{'**Total**' if md else 'total'}: tokens after {totals[0]:,} -> {totals[1]:,}; "
+               f"replay cost {totals[2]:,.0f} -> {totals[3]:,.0f} ({_ratio(totals[3], totals[2])}x)")
+    print("\n".join(out))
+    return 0
+
+
+def _markdown(rows) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[1:]]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -233,6 +353,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", metavar="INPUT")
     rules_option(p)
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("stats", help="per conversation: tokens before and after, and what each rule saved")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    rules_option(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("replay", help="replay round by round: prompt tokens, cache hits and cost")
+    p.add_argument("input", metavar="INPUT")
+    rules_option(p)
+    p.add_argument("--compare", action="append", metavar="RULES", help="another rule set to compare; repeatable")
+    p.add_argument("--price", default="anthropic", metavar="PRICE",
+                   help="anthropic (cached 0.1, uncached 1.25; default), openai (0.5, 1.0) or CACHED,UNCACHED")
+    p.add_argument("--plot", metavar="FILE", help="draw prompt tokens per round (.png or .svg; needs matplotlib)")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("diff", help="items whose decision changes between two rule sets, and the cost impact")
+    p.add_argument("old", metavar="OLD_RULES")
+    p.add_argument("new", metavar="NEW_RULES")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument("--format", choices=sorted(FORMATS), help="message format (default: detected)")
+    p.add_argument("--output-format", dest="format_out", choices=["text", "markdown"], default="text",
+                   help="text (default) or markdown, for a pull-request comment")
+    p.add_argument("--price", default="anthropic", metavar="PRICE", help="as for replay")
+    p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("schema", help="print the rule-file JSON Schema, extended by plugins")
     p.set_defaults(func=cmd_schema)

@@ -89,8 +89,11 @@ class Conversation:
         return messages
 
 
-class _Bad(Exception):
-    """A problem inside a known format; becomes ``InputError("NAME: ...")`` (``NAME:LINE: ...`` in JSONL)."""
+class _Bad(InputError):
+    """A problem inside a known format; becomes ``InputError("NAME: ...")`` (``NAME:LINE: ...`` in JSONL).
+
+    The converters (``claude_code_messages`` ...) raise it unprefixed when called directly.
+    """
 
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
@@ -196,8 +199,7 @@ def _is_claude_code_line(x: Any) -> bool:
 
 
 def _is_claude_code(records: list[tuple[int, Any]]) -> bool:
-    return (all(isinstance(r, dict) and isinstance(r.get("type"), str) for _, r in records)
-            and any(_is_claude_code_line(r) for _, r in records))
+    return any(_is_claude_code_line(r) for _, r in records)
 
 
 _TYPE_NAMES = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
