@@ -9,11 +9,10 @@ import sys
 from typing import Sequence
 
 from . import __version__
-from .documents import dump_json, read_document, write_atomic
+from .documents import dump_json, read_conversations_from, write_atomic
 from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
-from .formats import detect_format
 from .loader import check_rules, load_rules
 from .plugins import PluginError, extended_schema, registry
 from .resources import rule_schema
@@ -55,20 +54,39 @@ def cmd_apply(args) -> int:
     if args.report and args.input != "-" and _same_file(args.report, args.input):
         raise InputError(f"{args.report}: REPORT is the INPUT file")
     rulesets = _rules(args)
-    doc = read_document(args.input)
-    result = compact(doc.messages, rulesets, format=args.format)
-    text = dump_json(doc.with_messages(result.messages))
+    convs = read_conversations_from(args.input)
+    if args.in_place and not (len(convs) == 1 and convs[0].source_format == "messages"):
+        what = f"an agent log ({convs[0].source_format})" if convs else "empty"
+        raise InputError(f"{args.input}: is {what}; --in-place would rewrite it in another shape; "
+                         "write the result with -o")
+    results = [compact(c.messages, rulesets, format=args.format or c.format) for c in convs]
+    if len(convs) == 1:
+        text = dump_json(convs[0].with_messages(results[0].messages))
+        report = results[0].report.to_dict()
+    else:  # one conversation per line (JSONL)
+        text = "".join(json.dumps(c.with_messages(r.messages), ensure_ascii=False) + "\n"
+                       for c, r in zip(convs, results))
+        report = {"conversations": [{"name": c.name, **r.report.to_dict()} for c, r in zip(convs, results)]}
     if args.report:
-        write_atomic(args.report, dump_json(result.report.to_dict()))
+        write_atomic(args.report, dump_json(report))
     if args.output:
         write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
-    print(f"{PROG}: {summary(result.report)}", file=sys.stderr)
-    for ruleset, tokens, limit in result.report.budget_checks:
-        if tokens > limit:
-            print(f"{PROG}: warning: still over budget: {tokens:,} estimated tokens > {limit:,} "
-                  f"(over_budget_tokens of {ruleset!r})", file=sys.stderr)
+    if len(convs) == 1 and convs[0].source_format != "messages":
+        c = convs[0]
+        print(f"{PROG}: {c.name}: read as {len(c.messages)} {c.format} messages from the {c.source_format} log"
+              + "".join(f"; {n}" for n in c.notes), file=sys.stderr)
+    elif len(convs) > 1:
+        print(f"{PROG}: {args.input}: read {len(convs)} conversations ({convs[0].source_format}); "
+              "output: one per line (JSONL)", file=sys.stderr)
+    for c, result in zip(convs, results):
+        prefix = f"{c.name}: " if len(convs) > 1 else ""
+        print(f"{PROG}: {prefix}{summary(result.report)}", file=sys.stderr)
+        for ruleset, tokens, limit in result.report.budget_checks:
+            if tokens > limit:
+                print(f"{PROG}: warning: {prefix}still over budget: {tokens:,} estimated tokens > {limit:,} "
+                      f"(over_budget_tokens of {ruleset!r})", file=sys.stderr)
     return 0
 
 
@@ -127,14 +145,18 @@ def explain_pass(p: PassReport) -> list[str]:
 
 def cmd_explain(args) -> int:
     rulesets = _rules(args)
-    doc = read_document(args.input)
-    result = compact(doc.messages, rulesets, format=args.format)
-    out = [f"{doc.name}: {len(doc.messages)} messages, format {result.report.format}"]
-    for p in result.report.passes:
-        out += [""] + explain_pass(p)
-    out += ["", f"total: {summary(result.report)}"]
-    if result.over_budget:
-        out.append("over budget: yes")
+    out: list[str] = []
+    for conv in read_conversations_from(args.input):
+        result = compact(conv.messages, rulesets, format=args.format or conv.format)
+        origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
+        out += ([""] if out else []) + [
+            f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}"]
+        out += [f"note: {n}" for n in conv.notes]
+        for p in result.report.passes:
+            out += [""] + explain_pass(p)
+        out += ["", f"total: {summary(result.report)}"]
+        if result.over_budget:
+            out.append("over budget: yes")
     print("\n".join(out))
     return 0
 
@@ -166,10 +188,10 @@ def cmd_tools(args) -> int:
 
 def cmd_audit(args) -> int:
     ruleset = _rules(args)[-1]
-    doc = read_document(args.input)
-    fmt = FORMATS[args.format or detect_format(doc.messages)]
+    items = [item for conv in read_conversations_from(args.input)
+             for item in FORMATS[args.format or conv.format].scan(conv.messages).items]
     stats: dict[str, list[int]] = {}
-    for item in fmt.scan(doc.messages).items:
+    for item in items:
         names = item.call_names if item.kind == "assistant" else (item.tool_name or "(orphan)",)
         for name in names:
             row = stats.setdefault(name, [0, 0, 0, 0])
@@ -201,8 +223,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _conversations(path: str, fmt: str | None) -> list[tuple[str, list, str]]:
     """``(name, messages, format)`` for each conversation in a file."""
-    doc = read_document(path)
-    return [(doc.name, doc.messages, fmt or detect_format(doc.messages))]
+    return [(c.name, c.messages, fmt or c.format) for c in read_conversations_from(path)]
 
 
 def _progress(done: int, total: int, name: str) -> None:
@@ -329,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--format", choices=sorted(FORMATS), help="message format (default: detected)")
 
     p = sub.add_parser("apply", help="compact a conversation and write it out")
-    p.add_argument("input", metavar="INPUT", help="conversation JSON file, or - for stdin")
+    p.add_argument("input", metavar="INPUT",
+                   help="conversation JSON file or agent log (Claude Code, SWE-agent, mini-swe-agent, tau-bench, "
+                        "tau2, OpenHands), or - for stdin")
     rules_option(p)
     p.add_argument("-o", "--output", metavar="OUTPUT", help="write here instead of stdout")
     p.add_argument("--in-place", action="store_true", help="overwrite INPUT (atomically)")

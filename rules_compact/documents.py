@@ -6,29 +6,15 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, kind_of
+from .errors import InputError
+from .readers import Conversation, read_conversations
 
-__all__ = ["Document", "read_document", "write_atomic", "MAX_INPUT_BYTES"]
+__all__ = ["read_conversations_from", "dump_json", "write_atomic", "MAX_INPUT_BYTES"]
 
 MAX_INPUT_BYTES = int(os.environ.get("RULES_COMPACT_MAX_INPUT_BYTES", 256 * 1024 * 1024))
-
-
-@dataclass(frozen=True)
-class Document:
-    """A conversation as read: its messages and the shape to write them back in."""
-
-    name: str
-    data: Any  # the parsed JSON: a list, or an object with a "messages" list
-    messages: list
-
-    def with_messages(self, messages: list) -> Any:
-        if isinstance(self.data, list):
-            return messages
-        return {**self.data, "messages": messages}
 
 
 def _read_bytes(source: str) -> bytes:
@@ -49,39 +35,10 @@ def _read_bytes(source: str) -> bytes:
     return data
 
 
-def parse_document(raw: bytes, name: str) -> Document:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text (bad byte at offset {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(f"{name}: JSON nests too deeply") from None
-    if isinstance(data, dict):
-        messages = data.get("messages")
-        if "messages" in data and not isinstance(messages, list):
-            raise InputError(f"{name}: 'messages' must be a list, got {kind_of(messages)}")
-        if not isinstance(messages, list):
-            raise InputError(f"{name}: expected a list of messages or an object with a 'messages' list; "
-                             f"the object has keys: {', '.join(list(map(str, data))[:8]) or 'none'}")
-    elif isinstance(data, list):
-        messages = data
-    else:
-        raise InputError(f"{name}: expected a list of messages or an object with a 'messages' list, "
-                         f"got {kind_of(data)}")
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
-            raise InputError(f"{name}: message {i} is not a message (an object with a string 'role'); "
-                             "not a known conversation format")
-    return Document(name, data, messages)
-
-
-def read_document(source: str) -> Document:
-    """Read and parse a conversation file, or ``-`` for stdin."""
-    return parse_document(_read_bytes(source), "<stdin>" if source == "-" else source)
+def read_conversations_from(source: str) -> list[Conversation]:
+    """Every conversation in a file, or ``-`` for stdin: message lists, request bodies and the
+    agent logs :mod:`rules_compact.readers` knows, converted to API message lists."""
+    return read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
 
 
 def dump_json(data: Any) -> str:

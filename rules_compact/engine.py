@@ -51,10 +51,6 @@ class _Editor:
         self.replace(item.msg_index, message)
 
 
-def _chars(fmt: Format, messages: list) -> int:
-    return sum(len(piece) for m in messages for piece in fmt.message_pieces(m))
-
-
 def _first_rule(ruleset: RuleSet, item: Item, view: View):
     error = view.is_error(item)
     for rule in ruleset.rules:
@@ -91,7 +87,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
     boundary = step_boundary(full, ruleset.step) if ruleset.step else len(messages)
     view = full if boundary == len(messages) else View(messages[:boundary], fmt, ruleset)
     tokens = full.total_tokens
-    chars = _chars(fmt, messages)
+    chars = sum(full.message_chars)
     base = dict(ruleset=ruleset.name, source=ruleset.source, tokens_before=tokens, chars_before=chars,
                 over_budget_tokens=ruleset.over_budget_tokens, idempotent=ruleset.idempotent)
     if not ruleset.enabled:
@@ -110,8 +106,8 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
 
     budget = ruleset.budget
     editor = _Editor(messages, view)
-    message_tokens = list(full.message_tokens)
-    total, cleared, removed = tokens, 0, 0
+    message_tokens, message_chars = list(full.message_tokens), list(full.message_chars)
+    total, cleared, removed, chars_after = tokens, 0, 0, chars
     decisions: list[Decision] = []
     for item in view.items:
         rule = _first_rule(ruleset, item, view)
@@ -127,9 +123,10 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
                 editor.touched = touched
                 note = "; ".join(n for n in (a.apply(item, editor) for a in rule.actions) if n) or None
                 for index in touched:
-                    new = view.tokens_of_message(editor.out[index])
-                    saved += message_tokens[index] - new
-                    message_tokens[index] = new
+                    new_tokens, new_chars = view.measure(editor.out[index])
+                    saved += message_tokens[index] - new_tokens
+                    chars_after -= message_chars[index] - new_chars
+                    message_tokens[index], message_chars[index] = new_tokens, new_chars
                 total -= saved
                 cleared += saved
                 if touched:
@@ -144,7 +141,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
         measured = removed if budget.min_cleared_counts == "removed" else cleared
         gate = "passed" if measured >= budget.min_cleared_tokens else "failed"
         if gate == "failed":
-            out, total = messages, tokens
+            out, total, chars_after = messages, tokens, chars
             why = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
                    + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
             decisions = [_unapplied(d, why) if d.changed else d for d in decisions]
@@ -153,8 +150,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
     reason = trigger.describe() + (f"; step every {ruleset.step.every} {ruleset.step.unit}: rules decide "
                                    f"messages 0-{boundary - 1}" if ruleset.step else "")
     return out, PassReport(
-        ran=True, reason=reason, tokens_after=total, chars_after=_chars(fmt, out) if out is not messages
-        else chars, decisions=tuple(decisions), gate=gate,
+        ran=True, reason=reason, tokens_after=total, chars_after=chars_after, decisions=tuple(decisions), gate=gate,
         orphans=tuple(it.index for it in full.items if it.orphan), dangling=dangling, **base)
 
 

@@ -32,6 +32,7 @@ class View:
         self._ages: dict[tuple, list[int]] = {}
         self._item_tokens: dict[int, int] = {}
         self._message_tokens: list[int] | None = None
+        self._message_chars: list[int] | None = None
         self._errors: dict[int, bool] = {}
         self._roots: dict[int, dict] = {}
 
@@ -39,11 +40,27 @@ class View:
     def tokens_of_message(self, msg: Any) -> int:
         return self.estimate.of_message(msg, self.fmt.message_pieces(msg))
 
+    def measure(self, msg: Any) -> tuple[int, int]:
+        """Estimated tokens and characters the model sees in one message."""
+        pieces = list(self.fmt.message_pieces(msg))
+        return self.estimate.of_message(msg, pieces), sum(map(len, pieces))
+
+    def _measure_all(self) -> None:
+        sizes = [self.measure(m) for m in self.messages]
+        self._message_tokens = [t for t, _ in sizes]
+        self._message_chars = [c for _, c in sizes]
+
     @property
     def message_tokens(self) -> list[int]:
         if self._message_tokens is None:
-            self._message_tokens = [self.tokens_of_message(m) for m in self.messages]
+            self._measure_all()
         return self._message_tokens
+
+    @property
+    def message_chars(self) -> list[int]:
+        if self._message_chars is None:
+            self._measure_all()
+        return self._message_chars
 
     @property
     def total_tokens(self) -> int:

@@ -478,12 +478,15 @@ BAD = [
     (b"", "invalid JSON"),
     (b'[{"role": "user", "content": "hi"}]\n[{"role": "user"}]\n{"broken', "in.json:3:"),
     (b"\xff\xfe", "not UTF-8"),
-    (b"42", "got a number"),
-    (b'{"foo": 1}', "the object has keys: foo"),
-    (b'{"messages": "hi"}', "'messages' is a string"),
-    (b"[1, 2]", "a list whose items are neither messages nor a known log format: item 0 is not a message"),
+    (b"42", "in.json: expected a list of messages or an object with a 'messages' list, got a number"),
+    (b'{"foo": 1}', "in.json: expected a list of messages or an object with a 'messages' list; "
+                    "the object has keys: foo"),
+    (b'{"messages": "hi"}', "in.json: 'messages' must be a list, got a string"),
+    (b"[1, 2]", "in.json: a list whose items are neither messages nor a known log format: item 0 is not a message "
+                "(an object with a string 'role')"),
     (b'[{"role": "user"}, {"content": "x"}]', "item 1 is not a message"),
-    (b'{"messages": [{"role": 5}]}', "message 0 is not a message"),
+    (b'{"messages": [{"role": 5}]}', "in.json: message 0 is not a message (an object with a string 'role'); "
+                                    "not a known conversation format"),
     (b'{"trajectory": [], "history": 3}', "'history' is a number"),
     (b'{"trajectory": [], "history": [{"role": "tool", "tool_calls": 5}, 7]}', "history entry 1"),
     (b'{"trajectory_format": "mini-swe-agent-1.1", "messages": {}}', "'messages' is an empty object"),
