@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-
-import jmespath.exceptions
+from bisect import bisect_right
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Callable
+
+import jmespath.exceptions
 
 from .formats import Format, Item
 
@@ -30,6 +31,7 @@ class View:
         self.span_starts = scan.span_starts
         self.last_assistant = scan.last_assistant
         self._ages: dict[tuple, list[int]] = {}
+        self._memo: dict[tuple, Any] = {}
         self._item_tokens: dict[int, int] = {}
         self._message_tokens: list[int] | None = None
         self._message_chars: list[int] | None = None
@@ -98,46 +100,19 @@ class View:
     def superseded(self, key) -> frozenset[int]:
         """Indices of results whose call a later call repeats: same tool, and the same
         arguments (``key`` None) or the same value of the JMESPath ``key`` in them."""
-        memo_key = ("superseded", key)
-        found = self._ages.get(memo_key)
+        found = self._memo.get(("superseded", key))
         if found is None:
-            seen: set[tuple] = set()
+            later: set[tuple] = set()
             hits: set[int] = set()
-            calls = {}
-            for it in self.items:
-                if it.kind == "assistant":
-                    for cid, name in zip(it.call_ids, it.call_names):
-                        calls[cid] = name
             for it in reversed(self.items):
                 if it.kind == "assistant":
-                    for cid, name in zip(reversed(it.call_ids), reversed(it.call_names)):
-                        sig = self._signature(name, cid, key)
-                        if sig is not None:
-                            seen.add(sig)
-                elif it.tool_call_id is not None and it.tool_name is not None:
-                    sig = self._signature(it.tool_name, it.tool_call_id, key)
-                    if sig is not None and sig in seen:
-                        hits.add(it.index)
-            found = self._ages[memo_key] = frozenset(hits)
+                    later.update(_signature(name, call, key)
+                                 for _, name, call in self.fmt.calls(self.messages[it.msg_index]))
+                    later.discard(None)
+                elif it.call is not None and _signature(it.tool_name, it.call, key) in later:
+                    hits.add(it.index)
+            found = self._memo[("superseded", key)] = frozenset(hits)
         return found
-
-    def _signature(self, name: str, call_id: str, key) -> tuple | None:
-        call = self._call_by_id().get(call_id)
-        args = decode_args(call)
-        value = args if key is None else _search(key, args)
-        if value is None:
-            return None
-        return (name, json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-    def _call_by_id(self) -> dict:
-        calls = self._ages.get("calls")
-        if calls is None:
-            calls = {}
-            for msg in self.messages:
-                for cid, _, call in self.fmt.calls(msg):
-                    calls.setdefault(cid, call)
-            self._ages["calls"] = calls
-        return calls
 
     def in_tail(self, item: Item) -> bool:
         return bool(self.user_turns) and item.msg_index >= self.user_turns[-1]
@@ -174,30 +149,24 @@ class View:
 
     def _call_ages(self, include_self: bool) -> list[int]:
         """Calls newer than the item's own call (its last one, for a turn), in call order."""
-        order: dict[str, int] = {}
-        calls_before: list[int] = []  # calls in messages before each message index
-        count = 0
+        order: dict[str, int] = {}  # a call id's position among all calls
+        per_message = [0] * (len(self.messages) + 1)
+        seen = 0
         for it in self.items:
             if it.kind == "assistant":
                 for cid in it.call_ids:
-                    order.setdefault(cid, count)
-                    count += 1
-        per_message = [0] * (len(self.messages) + 1)
-        for it in self.items:
-            if it.kind == "assistant":
+                    order.setdefault(cid, seen)
+                    seen += 1
                 per_message[it.msg_index + 1] += len(it.call_ids)
-        running = 0
-        for value in per_message:
-            running += value
-            calls_before.append(running)
+        through = list(accumulate(per_message))  # calls in messages up to each index
+        count = through[-1]
+        own = 1 if include_self else 0
         ages = []
         for it in self.items:
             if it.kind == "tool_result" and it.tool_call_id in order:
-                ages.append(count - 1 - order[it.tool_call_id] + (1 if include_self else 0))
-            elif it.kind == "assistant" and it.call_ids:
-                ages.append(count - calls_before[it.msg_index + 1] + (1 if include_self else 0))
+                ages.append(count - 1 - order[it.tool_call_id] + own)
             else:
-                ages.append(count - calls_before[it.msg_index + 1])
+                ages.append(count - through[it.msg_index + 1] + (own if it.call_ids else 0))
         return ages
 
     def _compute_ages(self, unit: str, among: Predicate | None, include_self: bool) -> list[int]:
@@ -244,8 +213,6 @@ class View:
 
 def _turn_start_index(user_turns: tuple[int, ...], msg_index: int) -> int | None:
     """The message index of the user turn a message belongs to, or None before the first."""
-    from bisect import bisect_right
-
     at = bisect_right(user_turns, msg_index)
     return user_turns[at - 1] if at else None
 
@@ -278,6 +245,15 @@ def _later_in_message(items, weights: list[int]) -> list[int]:
 def _ages_by_item(weights: list[int], include_self: bool) -> list[int]:
     after = _suffix_sums(weights)
     return [after[i + 1] + (weights[i] if include_self else 0) for i in range(len(weights))]
+
+
+def _signature(name: str | None, call: dict, key) -> tuple | None:
+    """What makes two calls the same: the tool and its arguments (or one value in them)."""
+    args = decode_args(call)
+    value = args if key is None else _search(key, args)
+    if value is None:
+        return None
+    return (name, json.dumps(value, sort_keys=True, ensure_ascii=False))
 
 
 def _search(expression, data: Any) -> Any:
