@@ -69,6 +69,8 @@ def _placeholder(options, ctx, path) -> Action:
         current = ed.result_text(item)
         values = result_variables(current, item.tool_name, item.tool_call_id, ed.view.estimate(current))
         if template.recognises(current, values) or (summary is not None and summary.recognises(current, values)):
+            if as_string and not isinstance(ed.view.fmt.result_content(ed.message(item.msg_index), item), str):
+                ed.set_result_text(item, current, True)  # same text, now the plain string asked for
             return None
         note = None
         if summary is not None and spec is not None and spec.summarize is not None:

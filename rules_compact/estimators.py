@@ -58,7 +58,7 @@ def _langchain_message(msg: Any, pieces: list[str]) -> int:
     if not isinstance(msg, dict):
         return 0
     content = msg.get("content")
-    chars = len(content) if isinstance(content, str) else len(repr(content)) if content else 0
+    chars, images = (len(content), 0) if isinstance(content, str) else _lc_blocks(content) if content else (0, 0)
     role = msg.get("role") if isinstance(msg.get("role"), str) else ""
     calls = msg.get("tool_calls")
     if role == "assistant" and isinstance(calls, list) and calls and not isinstance(content, list):
@@ -68,7 +68,24 @@ def _langchain_message(msg: Any, pieces: list[str]) -> int:
     chars += len(role)
     if isinstance(msg.get("name"), str):
         chars += len(msg["name"])
-    return math.ceil(chars / 4.0) + 3
+    return math.ceil(chars / 4.0) + 3 + 85 * images
+
+
+def _lc_blocks(content: Any) -> tuple[int, int]:
+    """Characters and images of list content, as langchain-core counts them."""
+    if not isinstance(content, list):
+        return len(repr(content)), 0
+    chars = images = 0
+    for block in content:
+        if isinstance(block, str):
+            chars += len(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            chars += len(block.get("text") or "")
+        elif isinstance(block, dict) and block.get("type") in ("image", "image_url"):
+            images += 1
+        else:
+            chars += len(repr(block))
+    return chars, images
 
 
 def _lc_call(call: Any) -> dict:

@@ -146,6 +146,10 @@ def _at_step_boundary(value, ctx, path):
     return last
 
 
+def _in_span(value, ctx, path):
+    return lambda item, view: (item.span is not None) is value
+
+
 def _has_thinking(value, ctx, path):
     return lambda item, view: item.has_thinking is value
 
@@ -228,6 +232,8 @@ BUILTIN_MATCHERS: dict[str, MatcherKind] = {
         MatcherKind("orphan", _orphan, "The result answers no known call."),
         MatcherKind("dangling", _dangling, "The assistant turn has a call with no result."),
         MatcherKind("has_thinking", _has_thinking, "The assistant turn holds thinking or reasoning."),
+        MatcherKind("in_span", _in_span,
+                    "The item is in a span: an assistant turn with tool calls, or one of the results right after it."),
         MatcherKind("superseded", _superseded,
                     "A later call of the same tool repeats the result's arguments (or one value in them)."),
         MatcherKind("at_step_boundary", _at_step_boundary,

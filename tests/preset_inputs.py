@@ -19,6 +19,16 @@ from hypothesis import strategies as st
 
 TRACES = Path(__file__).parent / "data" / "traces"
 MINI_SWE = sorted((TRACES / "mini-swe-agent").glob("*.traj.json"))
+
+
+def _trace_names(paths) -> dict:
+    """Short unique names: the issue ("django-13964"), with the run's model when two runs share it."""
+    issues = [p.name.removesuffix(".traj.json").split("__")[-1] for p in paths]
+    return {(issue if issues.count(issue) == 1 else f"{issue}-{p.name.split('__')[0].split('_')[1]}"): p
+            for issue, p in zip(issues, paths)}
+
+
+MINI_SWE_TRACES = _trace_names(MINI_SWE)  # name -> path
 CLAUDE_CODE = TRACES / "claude-code" / "agent-a7be2f0.messages.json"
 
 

@@ -3,23 +3,24 @@
 For every preset in rules/presets/: ``compact(msgs, preset).messages == reference(msgs)`` on the
 real traces in tests/data/traces (and on longer conversations built from them where a trace is too
 small to trigger the preset), and on hypothesis-generated conversations; the engine's invariants
-hold on all of them.  The references are the independent oracles in tests/reference/ (LangChain has
-none there: a port of ``ClearToolUsesEdit.apply`` lives below).
+hold on all of them.  The references are the independent oracles in tests/reference/; for
+LangChain it is the real ``ClearToolUsesEdit`` of the ``langchain`` package, run on converted
+messages (tests/reference/langchain_context_editing.py; its own tests, generated conversations
+included, are in tests/test_langchain_reference.py).
 
 Each documented deviation has its own small test: a passing one where the deviation is a deliberate
 engine guarantee (asserting the exact documented output), an ``xfail(strict=True)`` one where the
 rule language cannot express the original's behaviour.  The hypothesis tests keep those inputs out
-on purpose, by the named knobs of tests/preset_inputs.py and by the ``*_deviates`` predicates here.
+on purpose, by the named knobs of tests/preset_inputs.py and by the ``*_deviates`` predicates and
+input transforms here.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import math
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 
 import preset_inputs as pi
 from invariants import check_invariants
@@ -35,6 +36,17 @@ from reference import (
 )
 from rules_compact import compact, load_rules
 
+try:
+    from reference import langchain_context_editing as lce
+except ImportError:  # langchain is in the test extra; without it, LangChain's cases skip
+    lce = None
+
+
+def langchain_clear_tool_uses(messages: list) -> list:
+    if lce is None:
+        pytest.skip("langchain is not installed (pip install -e '.[test]')")
+    return lce.clear_tool_uses(messages)
+
 PRESET_NAMES = [
     "keep-recent-results", "strip-tool-turn-reasoning", "strip-tool-turn-reasoning-selective",
     "count-triggered-prune", "read-time-spans", "observation-masking", "opencode-prune",
@@ -42,57 +54,9 @@ PRESET_NAMES = [
 ]
 PRESETS = {name: load_rules(f"preset:{name}") for name in PRESET_NAMES}
 
-EXAMPLES = settings(max_examples=300, deadline=None,
+EXAMPLES = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-# ---------------------------------------------------------------------------
-# LangChain ClearToolUsesEdit: a test-local oracle (no reference module exists for it)
-# ---------------------------------------------------------------------------
-# Port of langchain-ai/langchain libs/langchain_v1/langchain/agents/middleware/context_editing.py
-# ClearToolUsesEdit.apply with its defaults, on OpenAI-format dicts (ToolMessage = role "tool",
-# AIMessage = role "assistant"), and of langchain_core.messages.utils.count_tokens_approximately
-# (the middleware's default counter).  langchain-core is not installed here, so the counter port is
-# unverified in two details: content None counts as "" and a tool call's repr is that of
-# {"name", "args", "id", "type": "tool_call"} with args decoded from JSON.
-
-LC_PLACEHOLDER = "[cleared]"
-
-
-def lc_count_tokens_approximately(messages: list) -> int:
-    total = 0.0
-    for m in messages:
-        content = m.get("content") or ""
-        role = m.get("role") or ""
-        chars = len(content) if isinstance(content, str) else len(repr(content))
-        if role == "assistant" and not isinstance(content, list) and m.get("tool_calls"):
-            calls = [{"name": c["function"]["name"], "args": json.loads(c["function"]["arguments"]),
-                      "id": c["id"], "type": "tool_call"} for c in m["tool_calls"]]
-            chars += len(repr(calls))
-        if role == "tool":
-            chars += len(m.get("tool_call_id") or "")
-        chars += len(role)
-        if m.get("name"):
-            chars += len(m["name"])
-        total += math.ceil(chars / 4.0) + 3.0
-    return math.ceil(total)
-
-
-def langchain_clear_tool_uses(messages: list, count_tokens=lc_count_tokens_approximately,
-                              trigger: int = 100_000, keep: int = 3) -> list:
-    out = copy.deepcopy(messages)
-    if not count_tokens(out) > trigger:
-        return out
-    candidates = [i for i, m in enumerate(out) if m.get("role") == "tool"]
-    candidates = [] if keep >= len(candidates) else candidates[:-keep] if keep > 0 else candidates
-    for idx in candidates:
-        ai = next((m for m in reversed(out[:idx]) if m.get("role") == "assistant"), None)
-        if ai is None:
-            continue
-        if not any(c.get("id") == out[idx].get("tool_call_id") for c in ai.get("tool_calls") or []):
-            continue
-        out[idx]["content"] = LC_PLACEHOLDER  # exclude_tools empty; clear_at_least 0: no early stop
-    return out
+BIG_EXAMPLES = settings(EXAMPLES, max_examples=90)  # conversations of several 100,000 characters
 
 
 # ---------------------------------------------------------------------------
@@ -143,8 +107,7 @@ def test_preset_description_names_its_source(name):
 # ---------------------------------------------------------------------------
 
 def _openai_traces():
-    for path in pi.MINI_SWE:
-        short = path.name.split("__")[1]
+    for short, path in pi.MINI_SWE_TRACES.items():
         yield short, lambda p=path: pi.load_openai_trace(p)
         # a user turn every 10 tool results: spans outside the protected tail, turns for opencode
         yield f"{short}+turns", lambda p=path: pi.scaled_openai_trace(pi.load_openai_trace(p), 1, user_every=10)
@@ -158,15 +121,17 @@ OPENAI_TRACES = dict(_openai_traces())
 
 
 @pytest.mark.parametrize("trace", sorted(OPENAI_TRACES))
-@pytest.mark.parametrize("name", sorted(OPENAI_REFERENCES))
+@pytest.mark.parametrize("name", sorted(set(OPENAI_REFERENCES) - {"langchain-clear-tool-uses"}))  # see below
 def test_openai_preset_on_trace(name, trace):
+    """(LangChain's preset runs on the same traces, and longer ones, in tests/test_langchain_reference.py.)"""
     same_as_reference(OPENAI_TRACES[trace](), name, "openai")
 
 
 # the trace on which each preset is known to change something: the trace cases are not vacuous
 OPENAI_TRACE_THAT_CHANGES = {
-    "keep-recent-results": "django", "count-triggered-prune": "django", "read-time-spans": "sqlfluff+turns",
-    "observation-masking": "django", "opencode-prune": "djangox3", "langchain-clear-tool-uses": "djangox3",
+    "keep-recent-results": "django-13964", "count-triggered-prune": "django-13964",
+    "read-time-spans": "sqlfluff-1763+turns", "observation-masking": "django-13964",
+    "opencode-prune": "django-13964x3", "langchain-clear-tool-uses": "django-13964x3",
 }
 
 
@@ -209,21 +174,23 @@ def test_anthropic_presets_as_two_passes_on_trace(trace):
 # ---------------------------------------------------------------------------
 # (b) generated conversations
 # ---------------------------------------------------------------------------
+# LangChain's generated conversations are in tests/test_langchain_reference.py.
 
 @EXAMPLES
-@given(pi.openai_conversation(astral=True, big_sizes=(1_000, 5_000), min_steps=6, max_steps=24))
+@given(pi.openai_conversation(astral=True, list_content=True, big_sizes=(1_000, 5_000), min_steps=6,
+                              max_steps=24))
 def test_keep_recent_results_generated(msgs):
     same_as_reference(msgs, "keep-recent-results", "openai")
 
 
 @EXAMPLES
-@given(pi.openai_conversation(astral=True, min_steps=6, max_steps=24))
+@given(pi.openai_conversation(astral=True, list_content=True, min_steps=6, max_steps=24))
 def test_count_triggered_prune_generated(msgs):
     same_as_reference(msgs, "count-triggered-prune", "openai")
 
 
 @EXAMPLES
-@given(pi.openai_conversation(astral=True, names=pi.SPAN_TOOL_NAMES, min_steps=3))
+@given(pi.openai_conversation(astral=True, list_content=True, names=pi.SPAN_TOOL_NAMES, min_steps=3))
 def test_read_time_spans_generated(msgs):
     same_as_reference(msgs, "read-time-spans", "openai")
 
@@ -234,33 +201,14 @@ def test_observation_masking_generated(msgs):
     same_as_reference(msgs, "observation-masking", "openai")
 
 
-def opencode_gate_deviates(msgs: list) -> bool:
-    """The documented gate window: opencode clears k results whose own estimates sum to G > 20000,
-    but G - 8k (the net tokens saved) < 19993, so the preset's gate does not open."""
-    out = oc.apply(msgs)
-    marked = [m for m, o in zip(msgs, out) if m != o]
-    gross = sum(oc.token_estimate(oc._content_text(m.get("content"))) for m in marked)
-    return bool(marked) and gross - 8 * len(marked) < 19993
-
-
 BIG = (3_000, 20_000, 60_000, 120_000)
 
 
-@EXAMPLES
-@given(pi.openai_conversation(big_sizes=BIG, big_weight=5, blank_user=False, min_steps=6, max_steps=30,
-                               end_user=2))
+@BIG_EXAMPLES
+@given(pi.openai_conversation(astral=True, list_content=True, big_sizes=BIG, big_weight=5, blank_user=False,
+                              min_steps=6, max_steps=30, end_user=2))
 def test_opencode_prune_generated(msgs):
-    assume(not opencode_gate_deviates(msgs))
     same_as_reference(msgs, "opencode-prune", "openai")
-
-
-@EXAMPLES
-@given(pi.openai_conversation(astral=True, big_sizes=(50_000, 150_000, 300_000), max_steps=30))
-def test_langchain_clear_tool_uses_generated(msgs):
-    # the token counters differ (see the preset); compare where both agree on the trigger
-    assume((lc_count_tokens_approximately(msgs) > 100_000)
-           == (engine_tokens(msgs, "langchain-clear-tool-uses", "openai") > 100_000))
-    same_as_reference(msgs, "langchain-clear-tool-uses", "openai")
 
 
 def without_latest_thinking(msgs: list) -> list:
@@ -278,102 +226,56 @@ def without_latest_thinking(msgs: list) -> list:
 ANTHROPIC_BIG = (40_000, 150_000, 300_000)
 
 
-@EXAMPLES
-@given(pi.anthropic_conversation(big_sizes=ANTHROPIC_BIG))
+@BIG_EXAMPLES
+@given(pi.anthropic_conversation(astral=True, list_content=True, big_sizes=ANTHROPIC_BIG))
 def test_strip_tool_turn_reasoning_generated(msgs):
-    msgs = without_latest_thinking(msgs)
-    assume((s001m.estimate_tokens(msgs) > 120_000)
-           == (engine_tokens(msgs, "strip-tool-turn-reasoning", "anthropic") > 120_000))
-    same_as_reference(msgs, "strip-tool-turn-reasoning", "anthropic")
+    same_as_reference(without_latest_thinking(msgs), "strip-tool-turn-reasoning", "anthropic")
 
 
 def selective_deviates(msgs: list) -> bool:
-    """Inputs on which the selective preset's documented deviations (2) and (3) show."""
-    old = len(msgs) - 10
+    """Whether the latest assistant message, calling tools, is older than the last 10 messages
+    (the selective preset's documented deviation)."""
     last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=None)
-    for i, m in enumerate(msgs[:max(old, 0)]):
-        blocks = m.get("content")
-        if m.get("role") != "assistant" or not isinstance(blocks, list):
-            continue
-        kinds = [b.get("type") for b in blocks]
-        if "tool_use" not in kinds:
-            continue
-        if i == last:
-            return True
-        thinking = any(k in ("thinking", "redacted_thinking") for k in kinds)
-        all_kept = all(s001s.is_important(b.get("text") or "") for b in blocks if b.get("type") == "text")
-        text_after_call = any(k == "text" for k in kinds[kinds.index("tool_use"):])
-        if not thinking and all_kept and text_after_call:
-            return True
-    return False
+    return last is not None and last < len(msgs) - 10 and isinstance(msgs[last]["content"], list) \
+        and any(b.get("type") == "tool_use" for b in msgs[last]["content"])
 
 
 @EXAMPLES
-@given(pi.anthropic_conversation())
+@given(pi.anthropic_conversation(astral=True, list_content=True))
 def test_strip_tool_turn_reasoning_selective_generated(msgs):
-    assume(not selective_deviates(msgs))
+    if selective_deviates(msgs):
+        msgs = msgs + [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
     same_as_reference(msgs, "strip-tool-turn-reasoning-selective", "anthropic")
 
 
-def _uses(msgs):
-    return [b["id"] for m in msgs if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-            for b in m["content"] if b.get("type") == "tool_use"]
+def placeholder_lists_as_strings(msgs: list, placeholder: str = "[cleared]") -> list:
+    """The input with each list content whose text already is the placeholder written as the string
+    (a documented deviation with its own test: the engine leaves such a list alone)."""
+    def fix(block):
+        content = block.get("content")
+        if isinstance(content, list) and "".join(b.get("text") or "" for b in content) == placeholder:
+            return {**block, "content": placeholder}
+        return block
+    return [{**m, "content": [fix(b) for b in m["content"]]}
+            if m.get("role") == "user" and isinstance(m.get("content"), list) else m for m in msgs]
 
 
-def _result_ids(msgs):
-    return [b["tool_use_id"] for m in msgs if m.get("role") == "user" and isinstance(m.get("content"), list)
-            for b in m["content"] if b.get("type") == "tool_result"]
-
-
-def keep_window_deviates(msgs: list) -> bool:
-    """Whether "the 3 most recent tool uses" (the API) and "the 3 most recent non-orphan results"
-    (the preset) pick different results: a recent call without a result, or results out of call order."""
-    uses = _uses(msgs)
-    results = [r for r in _result_ids(msgs) if r in set(uses)]
-    return set(results[:-3] if len(results) > 3 else []) != {u for u in uses[:-3] if u in set(results)}
-
-
-@EXAMPLES
-@given(pi.anthropic_conversation(big_sizes=ANTHROPIC_BIG))
+@BIG_EXAMPLES
+@given(pi.anthropic_conversation(astral=True, list_content=True, big_sizes=ANTHROPIC_BIG))
 def test_anthropic_clear_tool_uses_generated(msgs):
-    triggered = ace.estimate_tokens(msgs) > 100_000
-    assume(triggered == (engine_tokens(msgs, "anthropic-clear-tool-uses", "anthropic") > 100_000))
-    assume(not (triggered and keep_window_deviates(msgs)))
-    same_as_reference(msgs, "anthropic-clear-tool-uses", "anthropic")
-
-
-def _is_user_turn(m):
-    c = m.get("content")
-    text = c if isinstance(c, str) else "".join(b.get("text") or "" for b in c or [] if b.get("type") == "text")
-    return m.get("role") == "user" and text.strip() != ""
-
-
-def thinking_turns_back(msgs: list) -> int | None:
-    """User turns after the latest assistant message with thinking (None: no thinking)."""
-    turns = 0
-    for m in reversed(msgs):
-        if _is_user_turn(m):
-            turns += 1
-        elif m.get("role") == "assistant" and isinstance(m.get("content"), list) and any(
-                b.get("type") in ("thinking", "redacted_thinking") for b in m["content"]):
-            return turns
-    return None
+    same_as_reference(placeholder_lists_as_strings(msgs), "anthropic-clear-tool-uses", "anthropic")
 
 
 @EXAMPLES
-@given(pi.anthropic_conversation(thinking_on_final=False, blank_user=False))
+@given(pi.anthropic_conversation(astral=True, list_content=True, blank_user=False))
 def test_anthropic_clear_thinking_generated(msgs):
-    assume((thinking_turns_back(msgs) or 0) < 5)
     same_as_reference(msgs, "anthropic-clear-thinking", "anthropic")
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(pi.anthropic_conversation(big_sizes=ANTHROPIC_BIG, thinking_on_final=False, blank_user=False))
+@settings(BIG_EXAMPLES, max_examples=60)
+@given(pi.anthropic_conversation(astral=True, list_content=True, big_sizes=ANTHROPIC_BIG, blank_user=False))
 def test_anthropic_presets_as_two_passes_generated(msgs):
-    thinned = ace.clear_thinking(msgs)
-    triggered = ace.estimate_tokens(thinned) > 100_000
-    assume(triggered == (engine_tokens(thinned, "anthropic-clear-tool-uses", "anthropic") > 100_000))
-    assume((thinking_turns_back(msgs) or 0) < 5 and not (triggered and keep_window_deviates(msgs)))
+    msgs = placeholder_lists_as_strings(msgs)
     passes = [PRESETS["anthropic-clear-thinking"], PRESETS["anthropic-clear-tool-uses"]]
     assert check_invariants(msgs, passes, "anthropic").messages == ace.apply(msgs)
 
@@ -430,7 +332,7 @@ def test_keep_recent_results_follows_the_seed_text_not_the_code():
 
 
 # ---------------------------------------------------------------------------
-# documented deviations the rule language cannot express (xfail, strict)
+# behaviours the rule language now expresses exactly (formerly deviations)
 # ---------------------------------------------------------------------------
 
 def _openai_pairs(n, content="x" * 900, name="bash", first=None):
@@ -462,22 +364,29 @@ def _list_content_case(name):
     return _openai_pairs(13, first=parts), "openai"
 
 
-@pytest.mark.xfail(strict=True, reason="engine: a replaced list content keeps the list shape (one text part, "
-                   "last cache_control kept) and is measured on its parts joined with newlines; the "
-                   "originals write a plain string and concatenate the parts (inexpressible)")
 @pytest.mark.parametrize("name", ["keep-recent-results", "count-triggered-prune", "read-time-spans",
-                                  "observation-masking", "opencode-prune", "langchain-clear-tool-uses",
-                                  "anthropic-clear-tool-uses"])
+                                  "opencode-prune", "langchain-clear-tool-uses", "anthropic-clear-tool-uses"])
 def test_list_content_is_replaced_as_a_string(name):
+    """as_string, and list contents measured on their parts concatenated."""
     msgs, fmt = _list_content_case(name)
     reference = {**OPENAI_REFERENCES, **ANTHROPIC_REFERENCES}[name]
     assert reference(msgs) != msgs, "the case must make the reference change the list content"
-    assert compact(msgs, PRESETS[name], format=fmt).messages == reference(msgs)
+    assert check_invariants(msgs, PRESETS[name], fmt).messages == reference(msgs)
+
+
+def test_list_content_measured_concatenated():
+    """keep-recent-results: 2 parts of 400 bytes are 800 bytes concatenated (not over 800: kept), and
+    801 with a newline between them (the former engine reading)."""
+    parts = [{"type": "text", "text": "a" * 400}, {"type": "text", "text": "b" * 400}]
+    msgs = _openai_pairs(11, first=parts)
+    assert s000.apply_as_briefed(msgs) == msgs
+    assert compact(msgs, PRESETS["keep-recent-results"]).messages == msgs
 
 
 def _estimate_straddle(threshold):
-    """An input the JS-style estimate puts at exactly ``threshold`` (not over), while chars4 puts it
-    over: each 2-character piece is 0.5 token there and rounds to 1 here."""
+    """An input that ``js_total`` (lengths summed, rounded once) puts at exactly ``threshold`` (not
+    over), while utf16_4 (each piece rounded) puts it over: each 2-character piece is 0.5 token
+    there and 1 here."""
     uses = [{"type": "tool_use", "id": f"u{i}", "name": "ab", "input": {}} for i in range(5)]
     msgs = [{"role": "user", "content": "u" * (threshold * 4 - 30)},
             {"role": "assistant", "content": [{"type": "text", "text": "t"}] + uses},
@@ -487,44 +396,48 @@ def _estimate_straddle(threshold):
     return msgs
 
 
-@pytest.mark.xfail(strict=True, reason="engine: estimators round each piece, the originals round the total "
-                   "(and count UTF-16 units); no estimator sums first (inexpressible)")
-@pytest.mark.parametrize("name,threshold,reference", [
-    ("strip-tool-turn-reasoning", 120_000, s001m.apply),
-    ("anthropic-clear-tool-uses", 100_000, ace.clear_tool_uses),
+@pytest.mark.parametrize("name,threshold,module,reference", [
+    ("strip-tool-turn-reasoning", 120_000, s001m, s001m.apply),
+    ("anthropic-clear-tool-uses", 100_000, ace, ace.clear_tool_uses),
 ])
-def test_token_trigger_rounding(name, threshold, reference):
+def test_token_trigger_uses_the_named_estimator(name, threshold, module, reference):
+    """The originals leave the estimate open (seed 001) or run it server-side (Anthropic); the oracle's
+    estimator is a documented parameter whose default is the preset's utf16_4.  On an input where
+    the two readings straddle the threshold, the preset follows the default exactly."""
     msgs = _estimate_straddle(threshold)
-    assert ace.estimate_tokens(msgs) == s001m.estimate_tokens(msgs) == threshold
-    assert engine_tokens(msgs, name, "anthropic") > threshold
-    assert compact(msgs, PRESETS[name]).messages == reference(msgs)
+    assert module.estimate_tokens(msgs, "js_total") == threshold
+    assert module.estimate_tokens(msgs) == engine_tokens(msgs, name, "anthropic") > threshold
+    assert reference(msgs, estimator="js_total") == msgs != reference(msgs)
+    assert check_invariants(msgs, PRESETS[name], "anthropic").messages == reference(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: sizes and estimates count code points; the originals "
-                   "measure JavaScript length (UTF-16 units), an emoji counts 2 (inexpressible)")
-@pytest.mark.parametrize("name", ["strip-tool-turn-reasoning-selective", "opencode-prune"])
+@pytest.mark.parametrize("name", ["strip-tool-turn-reasoning-selective", "opencode-prune",
+                                  "strip-tool-turn-reasoning", "anthropic-clear-tool-uses"])
 def test_utf16_length(name):
+    """JavaScript length: an astral-plane character (an emoji) counts 2."""
     if name == "opencode-prune":
         # the older result is 20,000 tokens in code points, 20,001 in UTF-16 units (80,002 / 4 rounds
         # up): the running total reaches 40,001 > 40,000 there, and 40,000 here
         msgs = _openai_pairs(2, content="x" * 80_000, first="😀" * 2 + "x" * 79_998)
         msgs += [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
         fmt = "openai"
-    else:
+    elif name == "strip-tool-turn-reasoning-selective":
         msgs = [{"role": "user", "content": "go"}] + _anthropic_tool_turn(0, thinking=False, text="😀" + "a" * 499)
         msgs += [{"role": "user", "content": f"u{i}"} for i in range(10)]
         fmt = "anthropic"
+    else:
+        # each turn's text "😀" is 1 code point (chars4: 0 tokens) and 2 UTF-16 units (utf16_4: 1 token);
+        # a turn is 6 tokens (text 1, "bash" 1, input 3, result 1): 23 + 24 = threshold + 1
+        threshold = 120_000 if name == "strip-tool-turn-reasoning" else 100_000
+        msgs = [{"role": "user", "content": "u" * (4 * (threshold - 23))}]
+        for i in range(4):
+            msgs += _anthropic_tool_turn(i, thinking=False, text="😀")
+        module = s001m if name == "strip-tool-turn-reasoning" else ace
+        assert module.estimate_tokens(msgs) == threshold + 1
+        fmt = "anthropic"
     reference = {**OPENAI_REFERENCES, **ANTHROPIC_REFERENCES}[name]
     assert reference(msgs) != msgs
-    assert compact(msgs, PRESETS[name], format=fmt).messages == reference(msgs)
-
-
-@pytest.mark.xfail(strict=True, reason="engine: the latest assistant message keeps its thinking and order "
-                   "even when it is older than the last 10 messages (API requirement)")
-def test_selective_latest_assistant_is_old():
-    msgs = [{"role": "user", "content": "go"}] + _anthropic_tool_turn(0, text="z" * 600)
-    msgs += [{"role": "user", "content": f"u{i}"} for i in range(10)]
-    assert compact(msgs, PRESETS["strip-tool-turn-reasoning-selective"]).messages == s001s.apply(msgs)
+    assert check_invariants(msgs, PRESETS[name], fmt).messages == reference(msgs)
 
 
 def test_selective_reorders_even_when_nothing_is_removed():
@@ -538,28 +451,168 @@ def test_selective_reorders_even_when_nothing_is_removed():
     assert compact(msgs, PRESETS["strip-tool-turn-reasoning-selective"]).messages == s001s.apply(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: a result is linked to its call wherever the call is; the "
-                   "originals only look in the span / nearest assistant message before the result "
-                   "(no 'the call is in this span' matcher)")
 @pytest.mark.parametrize("name", ["read-time-spans", "langchain-clear-tool-uses"])
 def test_result_away_from_its_call(name):
+    """call_in_previous_assistant: the originals only look among the calls of the span / the nearest
+    assistant message before the result."""
     msgs = _openai_pairs(5, content="y" * 100_000 if name.startswith("langchain") else "x" * 900)
     moved = msgs.pop(2)  # the result of c0 now follows c1's assistant message and result
     msgs.insert(4, moved)
     msgs.append({"role": "user", "content": "next"})
-    assert compact(msgs, PRESETS[name]).messages == OPENAI_REFERENCES[name](msgs)
+    reference = OPENAI_REFERENCES[name]
+    assert reference(msgs)[4] == msgs[4] and reference(msgs) != msgs
+    assert check_invariants(msgs, PRESETS[name], "openai").messages == reference(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: ids and tool names are compared as they are and blank means "
-                   "Python's strip(); neo-code uses Go's strings.TrimSpace (inexpressible)")
-@pytest.mark.parametrize("case", ["padded-tool-name", "padded-result-id", "U+001C-content"])
+def test_read_time_spans_go_blank():
+    """Blank and "already the placeholder" are judged after Go's TrimSpace, which leaves U+001C."""
+    for content, cleared in (("\x1c", True), (" \u3000\n", False), ("\x1c[Old tool result content cleared]", True),
+                             ("\u2028[Old tool result content cleared]\xa0", False)):
+        msgs = _openai_pairs(4) + [{"role": "user", "content": "next"}]
+        msgs[2]["content"] = content
+        assert (s004.apply(msgs)[2]["content"] != content) is cleared
+        assert check_invariants(msgs, PRESETS["read-time-spans"], "openai").messages == s004.apply(msgs)
+
+
+@pytest.mark.parametrize("name", ["strip-tool-turn-reasoning", "strip-tool-turn-reasoning-selective"])
+def test_strip_drops_other_blocks(name):
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
+    msgs = [{"role": "user", "content": "u" * 480_100}] + _anthropic_tool_turn(0, thinking=False)
+    msgs[1]["content"].insert(0, image)
+    msgs += [{"role": "user", "content": f"u{i}"} for i in range(10)]
+    reference = ANTHROPIC_REFERENCES[name]
+    assert reference(msgs) != msgs
+    assert check_invariants(msgs, PRESETS[name], "anthropic").messages == reference(msgs)
+
+
+def _opencode_case(results, turns=("a", "b")):
+    msgs = _openai_pairs(len(results), content="")
+    for i, text in enumerate(results):
+        msgs[2 + 2 * i]["content"] = text
+    return msgs + [{"role": "user", "content": t} for t in turns]
+
+
+def test_opencode_gate_counts_gross_tokens():
+    """min_cleared_counts: removed. Protected: 40,000 tokens; marked: 2 results of 10,001 tokens ->
+    gross 20,002 > 20,000 (cleared), net of the placeholders 19,986."""
+    msgs = _opencode_case(["m" * 40_004, "m" * 40_004, "p" * 160_000])
+    assert oc.apply(msgs) != msgs
+    assert check_invariants(msgs, PRESETS["opencode-prune"], "openai").messages == oc.apply(msgs)
+    # gross exactly 20,000 (not over): nothing cleared
+    msgs = _opencode_case(["m" * 40_000, "m" * 40_000, "p" * 160_000])
+    assert oc.apply(msgs) == msgs == compact(msgs, PRESETS["opencode-prune"]).messages
+
+
+def test_opencode_gate_is_exact_for_one_marked_result():
+    # one result past the 40,000 protected tokens, of 20,000 (not over: kept), 20,001, 20,002 tokens
+    for size, cleared in ((80_000, False), (80_002, True), (80_006, True)):
+        msgs = _opencode_case(["m" * size, "p" * 160_000])
+        assert (oc.apply(msgs) != msgs) is cleared
+        assert check_invariants(msgs, PRESETS["opencode-prune"], "openai").messages == oc.apply(msgs)
+
+
+def _anthropic_calls(ids, results_order=None, answered=None):
+    uses = [{"type": "tool_use", "id": i, "name": "bash", "input": {}} for i in ids]
+    order = results_order or ids
+    results = [{"type": "tool_result", "tool_use_id": i, "content": "r" * 100} for i in order
+               if answered is None or i in answered]
+    msgs = [{"role": "assistant", "content": [{"type": "text", "text": "go"}] + uses}]
+    return msgs + ([{"role": "user", "content": results}] if results else [])
+
+
+@pytest.mark.parametrize("case", ["dangling-recent-call", "parallel-results-out-of-order"])
+def test_anthropic_keep_counts_tool_uses(case):
+    """age in tool_calls: keep 3 counts tool_use blocks, a recent call without a result too."""
+    msgs = [{"role": "user", "content": "u" * 400_100}]
+    if case == "dangling-recent-call":
+        msgs += _anthropic_calls(["a", "b", "c", "d"]) + _anthropic_calls(["e"], answered=())
+    else:
+        msgs += _anthropic_calls(["a", "b", "c", "d"], results_order=["d", "c", "b", "a"])
+    assert ace.clear_tool_uses(msgs) != msgs
+    assert check_invariants(msgs, PRESETS["anthropic-clear-tool-uses"], "anthropic").messages \
+        == ace.clear_tool_uses(msgs)
+
+
+def test_clear_thinking_on_final_answers():
+    """tool_turns_only: false: an older turn's final answer loses its thinking too."""
+    msgs = pi.scaled_anthropic_trace(pi.load_anthropic_trace(), 2, "Think.", thinking_on_final=True)
+    assert ace.clear_thinking(msgs) != msgs
+    assert check_invariants(msgs, PRESETS["anthropic-clear-thinking"], "anthropic").messages \
+        == ace.clear_thinking(msgs)
+
+
+def test_clear_thinking_far_back():
+    """age user_turns among has_thinking: the latest thinking turn may be any number of turns back."""
+    msgs = [{"role": "user", "content": "go"}] + _anthropic_tool_turn(0) + [{"role": "user", "content": "more"}]
+    msgs += _anthropic_tool_turn(1)  # the latest thinking turn, 7 user turns back
+    for i in range(7):
+        msgs += [{"role": "user", "content": f"u{i}"},
+                 {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
+    assert ace.clear_thinking(msgs) != msgs
+    assert check_invariants(msgs, PRESETS["anthropic-clear-thinking"], "anthropic").messages \
+        == ace.clear_thinking(msgs)
+
+
+def test_clear_thinking_sees_empty_thinking():
+    """has_thinking: a thinking turn whose messages estimate to 0 tokens still counts."""
+    empty = {"type": "thinking", "thinking": "", "signature": ""}
+    msgs = [{"role": "user", "content": "go"}] + _anthropic_tool_turn(0) + [{"role": "user", "content": "more"}]
+    msgs += [{"role": "assistant", "content": [empty, {"type": "text", "text": ""}]}]
+    assert ace.clear_thinking(msgs) != msgs
+    assert check_invariants(msgs, PRESETS["anthropic-clear-thinking"], "anthropic").messages \
+        == ace.clear_thinking(msgs)
+
+
+# ---------------------------------------------------------------------------
+# documented deviations the rule language cannot express (xfail, strict)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="engine: {lines} counts the lines of the text parts concatenated; "
+                   "SWE-agent sums splitlines() per text part and appends ' (k images omitted)' for image_url "
+                   "parts (no per-part line count or image-count variable)")
+def test_observation_masking_list_content_lines():
+    msgs, fmt = _list_content_case("observation-masking")
+    assert swe.apply(msgs) != msgs
+    assert compact(msgs, PRESETS["observation-masking"], format=fmt).messages == swe.apply(msgs)
+
+
+@pytest.mark.parametrize("name", ["anthropic-clear-tool-uses", "langchain-clear-tool-uses"])
+def test_list_content_already_the_placeholder(name):
+    msgs, fmt = _list_content_case(name)
+    if fmt == "anthropic":
+        msgs[2]["content"][0]["content"] = [{"type": "text", "text": "[cleared]"}]
+    else:
+        msgs[2]["content"] = [{"type": "text", "text": "[cleared]"}]
+    reference = {**OPENAI_REFERENCES, **ANTHROPIC_REFERENCES}[name]
+    assert reference(msgs)[2] != msgs[2]
+    assert compact(msgs, PRESETS[name], format=fmt).messages == reference(msgs)
+
+
+@pytest.mark.xfail(strict=True, reason="engine: the latest assistant message keeps its thinking and order "
+                   "even when it is older than the last 10 messages (API requirement)")
+def test_selective_latest_assistant_is_old():
+    msgs = [{"role": "user", "content": "go"}] + _anthropic_tool_turn(0, text="z" * 600)
+    msgs += [{"role": "user", "content": f"u{i}"} for i in range(10)]
+    assert compact(msgs, PRESETS["strip-tool-turn-reasoning-selective"]).messages == s001s.apply(msgs)
+
+
+def test_read_time_spans_result_after_a_user_message():
+    msgs = _openai_pairs(4)
+    msgs.insert(2, {"role": "user", "content": "   "})  # blank: not a user turn for either reading
+    msgs.append({"role": "user", "content": "next"})
+    assert s004.apply(msgs)[3] == msgs[3] and s004.apply(msgs) != msgs
+    assert compact(msgs, PRESETS["read-time-spans"]).messages == s004.apply(msgs)
+
+
+@pytest.mark.xfail(strict=True, reason="engine: ids and tool names are compared as they are, and a user turn "
+                   "is non-blank by Python's strip(); neo-code trims ids and names with Go's strings.TrimSpace, "
+                   "which does not strip U+001C..U+001F (inexpressible)")
+@pytest.mark.parametrize("case", ["padded-tool-name", "padded-result-id", "U+001C-user-turn"])
 def test_read_time_spans_go_trim_space(case):
     msgs = _openai_pairs(4, name=" bash " if case == "padded-tool-name" else "bash")
-    msgs.append({"role": "user", "content": "next"})
+    msgs.append({"role": "user", "content": "\x1c" if case == "U+001C-user-turn" else "next"})
     if case == "padded-result-id":
         msgs[2]["tool_call_id"] = " c0"
-    if case == "U+001C-content":
-        msgs[2]["content"] = "\x1c"
     assert s004.apply(msgs) != msgs
     assert compact(msgs, PRESETS["read-time-spans"]).messages == s004.apply(msgs)
 
@@ -573,91 +626,12 @@ def test_keep_recent_results_duplicate_call_ids():
     assert compact(msgs, PRESETS["keep-recent-results"]).messages == s000.apply_as_briefed(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: strip-text keeps blocks other than text and thinking (e.g. "
-                   "images); the seed keeps only tool_use (and text) blocks (inexpressible)")
-@pytest.mark.parametrize("name", ["strip-tool-turn-reasoning", "strip-tool-turn-reasoning-selective"])
-def test_strip_drops_other_blocks(name):
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
-    msgs = [{"role": "user", "content": "u" * 480_100}] + _anthropic_tool_turn(0, thinking=False)
-    msgs[1]["content"].insert(0, image)
-    msgs += [{"role": "user", "content": f"u{i}"} for i in range(10)]
-    reference = ANTHROPIC_REFERENCES[name]
-    assert reference(msgs) != msgs
-    assert compact(msgs, PRESETS[name]).messages == reference(msgs)
-
-
-def _opencode_case(results, turns=("a", "b")):
-    msgs = _openai_pairs(len(results), content="")
-    for i, text in enumerate(results):
-        msgs[2 + 2 * i]["content"] = text
-    return msgs + [{"role": "user", "content": t} for t in turns]
-
-
-@pytest.mark.xfail(strict=True, reason="engine: min_cleared_tokens is >= over net tokens saved; opencode's "
-                   "gate is > 20000 over the marked results' own estimates (no gross-gate concept)")
-def test_opencode_gate_counts_gross_tokens():
-    # protected: 40,000 tokens; marked: 2 results of 10,001 tokens -> gross 20,002 > 20,000, net 19,986
-    msgs = _opencode_case(["m" * 40_004, "m" * 40_004, "p" * 160_000])
-    assert oc.apply(msgs) != msgs
-    assert opencode_gate_deviates(msgs)
-    assert compact(msgs, PRESETS["opencode-prune"]).messages == oc.apply(msgs)
-
-
-def test_opencode_gate_is_exact_for_one_marked_result():
-    # one result past the 40,000 protected tokens, of 20,000 (not over: kept), 20,001, 20,002 tokens
-    for size, cleared in ((80_000, False), (80_002, True), (80_006, True)):
-        msgs = _opencode_case(["m" * size, "p" * 160_000])
-        assert (oc.apply(msgs) != msgs) is cleared
-        assert check_invariants(msgs, PRESETS["opencode-prune"], "openai").messages == oc.apply(msgs)
-
-
 @pytest.mark.xfail(strict=True, reason="engine: a user turn needs non-blank text (trimmed); the opencode "
                    "oracle counts any non-empty text (inexpressible)")
 def test_opencode_whitespace_user_turn():
     msgs = _opencode_case(["m" * 100_000, "p" * 170_000], turns=("a", "   "))
     assert oc.apply(msgs) != msgs
     assert compact(msgs, PRESETS["opencode-prune"]).messages == oc.apply(msgs)
-
-
-def _anthropic_calls(ids, results_order=None, answered=None):
-    uses = [{"type": "tool_use", "id": i, "name": "bash", "input": {}} for i in ids]
-    order = results_order or ids
-    results = [{"type": "tool_result", "tool_use_id": i, "content": "r" * 100} for i in order
-               if answered is None or i in answered]
-    msgs = [{"role": "assistant", "content": [{"type": "text", "text": "go"}] + uses}]
-    return msgs + ([{"role": "user", "content": results}] if results else [])
-
-
-@pytest.mark.xfail(strict=True, reason="engine: keep is counted over tool results, the API counts tool uses "
-                   "(no tool_calls age unit)")
-@pytest.mark.parametrize("case", ["dangling-recent-call", "parallel-results-out-of-order"])
-def test_anthropic_keep_counts_tool_uses(case):
-    msgs = [{"role": "user", "content": "u" * 400_100}]
-    if case == "dangling-recent-call":
-        msgs += _anthropic_calls(["a", "b", "c", "d"]) + _anthropic_calls(["e"], answered=())
-    else:
-        msgs += _anthropic_calls(["a", "b", "c", "d"], results_order=["d", "c", "b", "a"])
-    assert ace.clear_tool_uses(msgs) != msgs
-    assert compact(msgs, PRESETS["anthropic-clear-tool-uses"]).messages == ace.clear_tool_uses(msgs)
-
-
-@pytest.mark.xfail(strict=True, reason="engine: strip-text applies only to assistant messages with tool "
-                   "calls; the API also clears an older turn's final answer's thinking (inexpressible)")
-def test_clear_thinking_on_final_answers():
-    msgs = pi.scaled_anthropic_trace(pi.load_anthropic_trace(), 2, "Think.", thinking_on_final=True)
-    assert compact(msgs, PRESETS["anthropic-clear-thinking"]).messages == ace.clear_thinking(msgs)
-
-
-@pytest.mark.xfail(strict=True, reason="preset: 'the latest thinking turn is j turns back' is written out for "
-                   "j = 0..4 only (no 'among' for user_turns ages)")
-def test_clear_thinking_far_back():
-    msgs = [{"role": "user", "content": "go"}] + _anthropic_tool_turn(0) + [{"role": "user", "content": "more"}]
-    msgs += _anthropic_tool_turn(1)  # the latest thinking turn, 5 user turns back
-    for i in range(5):
-        msgs += [{"role": "user", "content": f"u{i}"},
-                 {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
-    assert ace.clear_thinking(msgs) != msgs
-    assert compact(msgs, PRESETS["anthropic-clear-thinking"]).messages == ace.clear_thinking(msgs)
 
 
 @pytest.mark.xfail(strict=True, reason="engine: a user turn needs non-blank text; the API's turn also ends at a "
@@ -669,9 +643,23 @@ def test_clear_thinking_blank_user_message_ends_a_turn():
     assert compact(msgs, PRESETS["anthropic-clear-thinking"]).messages == ace.clear_thinking(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: no estimator like LangChain's count_tokens_approximately "
-                   "(per-message overhead, roles, ids, repr of tool calls)")
-def test_langchain_token_counter():
-    msgs = _openai_pairs(40, content="y" * 9_900)
-    assert lc_count_tokens_approximately(msgs) > 100_000 >= engine_tokens(msgs, "langchain-clear-tool-uses", "openai")
-    assert compact(msgs, PRESETS["langchain-clear-tool-uses"]).messages == langchain_clear_tool_uses(msgs)
+@pytest.mark.xfail(strict=True, reason="engine: strip-text never leaves a message empty; the oracle leaves an "
+                   "older assistant message that holds only thinking with an empty content list")
+def test_clear_thinking_thinking_only_message():
+    msgs = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"}]},
+            {"role": "user", "content": "more"}] + _anthropic_tool_turn(1)
+    assert ace.clear_thinking(msgs)[1]["content"] == []
+    assert compact(msgs, PRESETS["anthropic-clear-thinking"]).messages == ace.clear_thinking(msgs)
+
+
+@pytest.mark.xfail(strict=True, reason="engine: a result is linked to the first call with its id wherever it "
+                   "is; the oracle pairs a tool use with the first result after it, so a result placed before "
+                   "its tool use (not valid API input) is never cleared there")
+def test_anthropic_result_before_its_tool_use():
+    msgs = [{"role": "user", "content": "u" * 400_100}]
+    msgs += [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "r" * 100}]}]
+    msgs += [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash", "input": {}}]}]
+    msgs += _anthropic_calls(["b", "c", "d"])
+    assert ace.clear_tool_uses(msgs) == msgs
+    assert compact(msgs, PRESETS["anthropic-clear-tool-uses"]).messages == ace.clear_tool_uses(msgs)

@@ -1,0 +1,22 @@
+"""Integrations with agent frameworks and SDKs: each an optional extra.
+
+* :mod:`rules_compact.integrations.langchain` -- ``RulesCompactMiddleware`` for LangChain 1.x
+  agents (``pip install 'rules-compact[langchain]'``);
+* :mod:`rules_compact.integrations.pydantic_ai` -- ``history_processor`` and
+  ``RulesCompactCapability`` for pydantic-ai (``[pydantic-ai]``);
+* :mod:`rules_compact.integrations.openai_agents` -- ``input_filter``, a
+  ``call_model_input_filter`` for the OpenAI Agents SDK (``[openai-agents]``);
+* :mod:`rules_compact.integrations.sdk` -- ``compact_request`` for plain ``anthropic`` /
+  ``openai`` request arguments (no dependency).
+
+Importing this package imports no framework.  Every integration takes ``rules`` (a RuleSet, a
+path, ``default``, ``preset:NAME``, YAML text, or a list of those for successive passes),
+loaded once, and ``on_compact``: a callable given the :class:`rules_compact.Report` of every
+call, so the host can log or show what was cleared.  Without one, every call that changed
+something is logged on the ``rules_compact.integrations`` logger at INFO
+(:func:`describe` gives the line), so that clearing is never silent.
+"""
+
+from ._common import OnCompact, describe, log_report, resolve_rules
+
+__all__ = ["OnCompact", "describe", "log_report", "resolve_rules"]

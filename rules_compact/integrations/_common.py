@@ -1,0 +1,67 @@
+"""What every integration shares: loading the rules once, and telling the host what was cleared."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable, Sequence, Union
+
+from ..engine import Result, compact
+from ..loader import load_rules
+from ..model import RuleSet
+from ..report import Report
+
+__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Compactor"]
+
+logger = logging.getLogger("rules_compact.integrations")
+
+OnCompact = Callable[[Report], None]
+Rules = Union[RuleSet, str, "os.PathLike[str]", Sequence[Union[RuleSet, str, "os.PathLike[str]"]], None]
+
+
+def resolve_rules(rules: Rules) -> list[RuleSet]:
+    """Load ``rules`` once: a RuleSet, a path, ``default``, ``preset:NAME``, YAML text, a list of
+    those (successive passes), or None for the bundled default rules."""
+    if rules is None:
+        return [load_rules("default")]
+    if isinstance(rules, RuleSet):
+        return [rules]
+    if isinstance(rules, (str, os.PathLike)):
+        return [load_rules(rules)]
+    return [r if isinstance(r, RuleSet) else load_rules(r) for r in rules]
+
+
+def describe(report: Report) -> str:
+    """One line: what was cleared, by which rule, and the estimated tokens before and after."""
+    changed = [(d.tool or d.role, d.rule, d.action, d.saved)
+               for p in report.passes for d in p.decisions if d.changed]
+    before, after = report.tokens_before, report.tokens_after
+    head = f"rules-compact: {len(changed)} item{'s' if len(changed) != 1 else ''} changed, " \
+           f"{before:,} -> {after:,} estimated tokens"
+    if not changed:
+        return head
+    by_rule: dict[tuple[str | None, str], list[str]] = {}
+    for what, rule, action, _ in changed:
+        by_rule.setdefault((rule, action), []).append(what)
+    parts = [f"{rule} ({action}): {', '.join(sorted(set(whats)))} x{len(whats)}"
+             for (rule, action), whats in by_rule.items()]
+    return head + "; " + "; ".join(parts)
+
+
+def log_report(report: Report) -> None:
+    """The default ``on_compact``: log :func:`describe` at INFO when something changed."""
+    if report.items_changed:
+        logger.info("%s", describe(report))
+
+
+class Compactor:
+    """The rules, loaded once, and the callback: ``run(messages, format)`` compacts and notifies."""
+
+    def __init__(self, rules: Rules = None, on_compact: OnCompact | None = None):
+        self.rulesets = resolve_rules(rules)
+        self.on_compact = on_compact if on_compact is not None else log_report
+
+    def run(self, messages: list, format: str) -> Result:
+        result = compact(messages, self.rulesets, format=format)
+        self.on_compact(result.report)
+        return result

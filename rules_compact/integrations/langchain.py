@@ -1,0 +1,131 @@
+"""LangChain 1.x: ``RulesCompactMiddleware``, an ``AgentMiddleware`` for ``create_agent``.
+
+::
+
+    from langchain.agents import create_agent
+    from rules_compact.integrations.langchain import RulesCompactMiddleware
+
+    agent = create_agent(model, tools, middleware=[RulesCompactMiddleware(rules="preset:keep-recent-results")])
+
+Like LangChain's ``ContextEditingMiddleware``, it works in ``wrap_model_call`` /
+``awrap_model_call``: the model is called with a compacted copy of ``request.messages``, and the
+agent state keeps the original messages (the middleware returns no state update).  The system
+message is not part of ``request.messages`` and is never touched.
+
+The messages are seen by the rules in the OpenAI Chat Completions format, one dict per message:
+``HumanMessage`` -> ``user``, ``AIMessage`` -> ``assistant`` with ``tool_calls`` (``args`` as JSON
+``arguments``) and ``reasoning_content`` from ``additional_kwargs``, ``ToolMessage`` -> ``tool``
+(``status="error"`` -> ``is_error: true``), ``SystemMessage`` -> ``system``, any other message ->
+its ``type`` as role.  Content lists are given as they are: ``text`` parts are text, other blocks
+(images, provider thinking blocks) are kept as they are.  Only the messages a rule changed are
+copied back (``model_copy``), so ids, tool-call ids, metadata and every other field stay:
+
+* a ``ToolMessage`` gets the new ``content``;
+* an ``AIMessage`` gets the new ``content``, the new ``args`` of each call whose arguments were
+  cleared, and loses ``additional_kwargs["reasoning_content"]`` when ``strip-text`` removed it.
+
+Requires ``langchain>=1.0`` (``pip install 'rules-compact[langchain]'``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable
+
+from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
+
+from ._common import Compactor, OnCompact, Rules
+
+__all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "compact_messages"]
+
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def _role(msg: BaseMessage) -> str:
+    if isinstance(msg, ChatMessage):
+        return msg.role
+    return _ROLES.get(msg.type, msg.type)
+
+
+def to_openai(msg: BaseMessage) -> dict:
+    """One LangChain message as an OpenAI Chat Completions dict (what the rules see)."""
+    content = msg.content
+    out: dict[str, Any] = {"role": _role(msg), "content": content}
+    if isinstance(msg.name, str):
+        out["name"] = msg.name
+    if isinstance(msg, AIMessage):
+        if msg.tool_calls:
+            out["tool_calls"] = [
+                {"id": call.get("id"), "type": "function",
+                 "function": {"name": call["name"], "arguments": json.dumps(call.get("args", {}), ensure_ascii=False)}}
+                for call in msg.tool_calls]
+        reasoning = msg.additional_kwargs.get("reasoning_content")
+        if isinstance(reasoning, str):
+            out["reasoning_content"] = reasoning
+    elif isinstance(msg, ToolMessage):
+        out["tool_call_id"] = msg.tool_call_id
+        if msg.status == "error":
+            out["is_error"] = True
+    return out
+
+
+def _args(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (TypeError, ValueError):
+        return {}
+
+
+def apply_changes(msg: BaseMessage, before: dict, after: dict) -> BaseMessage:
+    """``msg`` with what compaction changed between ``before`` and ``after`` (its OpenAI dicts)."""
+    update: dict[str, Any] = {}
+    if after.get("content") != before.get("content"):
+        content = after.get("content")
+        update["content"] = "" if content is None else content
+    if isinstance(msg, AIMessage):
+        new_args = {c.get("id"): c["function"]["arguments"] for c in after.get("tool_calls") or []}
+        old_args = {c.get("id"): c["function"]["arguments"] for c in before.get("tool_calls") or []}
+        if new_args != old_args:
+            update["tool_calls"] = [
+                {**call, "args": _args(new_args[call.get("id")])}
+                if new_args.get(call.get("id")) != old_args.get(call.get("id")) else call
+                for call in msg.tool_calls]
+        if "reasoning_content" in before and "reasoning_content" not in after:
+            update["additional_kwargs"] = {k: v for k, v in msg.additional_kwargs.items() if k != "reasoning_content"}
+    return msg.model_copy(update=update) if update else msg
+
+
+def compact_messages(messages: list[BaseMessage], compactor: Compactor) -> list[BaseMessage]:
+    """The compacted copy of ``messages``: unchanged messages are the same objects."""
+    dicts = [to_openai(m) for m in messages]
+    result = compactor.run(dicts, "openai")
+    return [m if after is before else apply_changes(m, before, after)
+            for m, before, after in zip(messages, dicts, result.messages)]
+
+
+class RulesCompactMiddleware(AgentMiddleware):
+    """Apply rule files to the messages of every model call; the agent state keeps the originals.
+
+    ``rules``: a RuleSet, a path, ``default``, ``preset:NAME``, YAML text or a list of them
+    (successive passes), loaded once.  ``on_compact(report)`` is called on every model call
+    with the :class:`rules_compact.Report`; by default, calls that changed something are logged
+    on the ``rules_compact.integrations`` logger."""
+
+    def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None):
+        super().__init__()
+        self.compactor = Compactor(rules, on_compact)
+
+    def _request(self, request: ModelRequest) -> ModelRequest:
+        if not request.messages:
+            return request
+        return request.override(messages=compact_messages(list(request.messages), self.compactor))
+
+    def wrap_model_call(self, request: ModelRequest,
+                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse | AIMessage:
+        return handler(self._request(request))
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+                               ) -> ModelResponse | AIMessage:
+        return await handler(self._request(request))

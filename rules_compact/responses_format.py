@@ -1,0 +1,351 @@
+"""The OpenAI Responses API input format (``responses``): a flat list of input items.
+
+Used by the OpenAI Agents SDK (``call_model_input_filter``), by ``client.responses.create(
+input=[...])`` and by Codex CLI rollouts.  Items the format understands:
+
+* ``message`` items (``type: message``, or the short form with only ``role`` and ``content``):
+  ``content`` is a string or a list of ``input_text`` / ``output_text`` (and other) parts;
+* ``function_call`` ``{call_id, name, arguments}`` and ``custom_tool_call`` ``{call_id, name,
+  input}``: tool calls;
+* ``function_call_output`` / ``custom_tool_call_output`` ``{call_id, output}``: tool results;
+  ``output`` is a string or a list of ``input_text`` (and image/file) parts;
+* ``reasoning`` items: **never altered and never decided on**.  They are often encrypted
+  (``encrypted_content``), and the API rejects a ``function_call`` whose reasoning item is
+  missing or changed, so no action ever receives one.
+
+Every other item (``web_search_call``, ``item_reference``, ``compaction`` ...) passes through
+untouched.  Items are never removed, added or reordered.
+
+Assistant turns
+---------------
+The Responses API has no "assistant message holding its tool calls": one model response is a
+run of output items, e.g. ``reasoning, message, function_call, function_call``.  For the rules,
+an **assistant turn** is such a run:
+
+* it is a maximal run of consecutive output items (``reasoning``, assistant ``message``, calls
+  and other ``*_call`` items); a tool result or an input message ends it;
+* inside a run, a ``reasoning`` item that follows a non-reasoning item, or an assistant
+  ``message`` that follows a message or a call, starts a new turn (a new model response);
+* so a turn holds at most one assistant ``message``, and the calls that follow it.
+
+The turn's item (what ``role: assistant`` matches, what the report's ``message`` index shows)
+sits at its assistant ``message`` item, or at its first call when it has no message; a run of
+reasoning items alone is no item.  Its calls are every call of the turn (``has_tool_calls``,
+``tool``, ``dangling``), its text is the message's text, and ``has_thinking`` is true when
+the turn holds a reasoning item.  ``strip-text`` edits the message item only (a text part that
+goes becomes the marker; the message is never left empty); ``clear-inputs`` on a result blanks
+its call's ``arguments`` to ``"{}"`` (``input`` to ``""`` for a custom tool call).
+
+Spans, ages and the tail work as in the other formats: a span is a turn with calls plus the
+results right after it; a user turn is a ``user`` message with non-empty text.  The format has
+no error flag: use ``error_when``.  Token estimates count message text, call names and
+arguments, result text, and a reasoning item's summary, content and ``encrypted_content``
+(like Anthropic's redacted thinking data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .formats import FORMATS, Format, Item, KeepText, Scan, dumps_args
+
+__all__ = ["ResponsesFormat", "RESPONSES", "is_responses_input", "check_item_invariants"]
+
+CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
+RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+CLEARED_INPUT = {"function_call": "{}", "custom_tool_call": ""}
+TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text"})
+DETECT_TYPES = frozenset({"function_call", "function_call_output", "reasoning", "custom_tool_call",
+                          "custom_tool_call_output"})
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _part_text(part: dict) -> str:
+    return _str(part.get("text")) or _str(part.get("refusal"))
+
+
+def content_text(content: Any) -> str:
+    """Text of a string, or of a list of ``input_text`` / ``output_text`` / ``text`` parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(_part_text(p) for p in _dicts(content) if p.get("type") in TEXT_PARTS)
+
+
+def _kind(item: Any) -> str:
+    """``message`` (any role), ``call``, ``result``, ``reasoning``, ``output`` (other output items)
+    or ``other``."""
+    if not isinstance(item, dict):
+        return "other"
+    kind = item.get("type")
+    if kind == "message" or (kind is None and "role" in item):
+        return "message"
+    if kind in CALL_TYPES:
+        return "call"
+    if kind in RESULT_TYPES:
+        return "result"
+    if kind == "reasoning":
+        return "reasoning"
+    if isinstance(kind, str) and kind.endswith("_call"):
+        return "output"  # a hosted tool call (web_search_call, ...): part of the model's output
+    return "other"
+
+
+def _is_assistant(item: Any) -> bool:
+    return isinstance(item, dict) and _kind(item) == "message" and item.get("role") == "assistant"
+
+
+def is_responses_input(messages: list) -> bool:
+    """Whether a list looks like Responses input: an item typed ``function_call``,
+    ``function_call_output``, ``reasoning`` (or the custom-tool pair), or a message whose
+    content holds ``input_text`` / ``output_text`` parts."""
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("type") in DETECT_TYPES:
+            return True
+        if any(p.get("type") in ("input_text", "output_text") for p in _dicts(msg.get("content"))):
+            return True
+    return False
+
+
+@dataclass
+class _Turn:
+    members: list[int] = field(default_factory=list)
+    message: int | None = None
+    calls: list[int] = field(default_factory=list)
+    thinking: bool = False
+    other: bool = False  # holds a non-reasoning item
+
+    @property
+    def anchor(self) -> int | None:
+        if self.message is not None:
+            return self.message
+        return self.calls[0] if self.calls else None
+
+
+class ResponsesFormat(Format):
+    """OpenAI Responses API input items (see the module docstring)."""
+
+    name = "responses"
+
+    # -- what an item holds ---------------------------------------------------
+    def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
+        if _kind(msg) != "call" or not isinstance(msg.get("call_id"), str):
+            return []
+        name = msg.get("name")
+        return [(msg["call_id"], name if isinstance(name, str) else None, msg)]
+
+    def results(self, msg: Any) -> list[tuple[str | None, None, bool, str]]:
+        if _kind(msg) != "result":
+            return []
+        call_id = msg.get("call_id")
+        return [(call_id if isinstance(call_id, str) else None, None, False, content_text(msg.get("output")))]
+
+    def is_user_turn(self, msg: Any) -> bool:
+        return (_kind(msg) == "message" and msg.get("role") == "user"
+                and bool(content_text(msg.get("content")).strip()))
+
+    def has_thinking(self, msg: Any) -> bool:
+        return _kind(msg) == "reasoning"
+
+    def assistant_text(self, msg: Any) -> str:
+        return content_text(msg.get("content")) if _is_assistant(msg) else ""
+
+    def text_blocks(self, msg: Any) -> list[str]:
+        if _kind(msg) != "message":
+            return []
+        content = msg.get("content")
+        if isinstance(content, str):
+            return [content]
+        return [_part_text(p) for p in _dicts(content) if p.get("type") in TEXT_PARTS and _part_text(p)]
+
+    def message_pieces(self, msg: Any) -> Iterable[str]:
+        kind = _kind(msg)
+        if kind == "message":
+            yield content_text(msg.get("content"))
+        elif kind == "call":
+            yield _str(msg.get("name"))
+            yield dumps_args(msg.get(CALL_TYPES[msg["type"]], ""))
+        elif kind == "result":
+            yield content_text(msg.get("output"))
+        elif kind == "reasoning":
+            for key in ("summary", "content"):
+                for part in _dicts(msg.get(key)):
+                    yield _part_text(part)
+            yield _str(msg.get("encrypted_content"))
+
+    # -- structure ---------------------------------------------------------------
+    def _turns(self, messages: list) -> list[_Turn]:
+        turns: list[_Turn] = []
+        current: _Turn | None = None
+        for i, msg in enumerate(messages):
+            kind = _kind(msg)
+            assistant = _is_assistant(msg)
+            if not (assistant or kind in ("call", "reasoning", "output")):
+                current = None
+                continue
+            if (current is None or (kind == "reasoning" and current.other)
+                    or (assistant and (current.message is not None or current.calls))):
+                current = _Turn()
+                turns.append(current)
+            current.members.append(i)
+            if kind == "reasoning":
+                current.thinking = True
+                continue
+            current.other = True
+            if assistant:
+                current.message = i
+            elif kind == "call" and self.calls(msg):
+                current.calls.append(i)
+        return turns
+
+    def scan(self, messages: list) -> Scan:
+        call_at: dict[str, tuple[dict, int, str | None]] = {}
+        answered: set[str] = set()
+        for i, msg in enumerate(messages):
+            for call_id, name, call in self.calls(msg):
+                call_at.setdefault(call_id, (call, i, name))
+            for call_id, *_ in self.results(msg):
+                if call_id is not None:
+                    answered.add(call_id)
+        turns = [t for t in self._turns(messages) if t.anchor is not None]
+        turn_of = {i: t for t in turns for i in t.members}
+
+        items: list[Item] = []
+        user_turns: list[int] = []
+        span_starts: list[int] = []
+        span: int | None = None
+        last_turn: _Turn | None = None
+        for i, msg in enumerate(messages):
+            turn = turn_of.get(i)
+            if turn is not None:
+                if i != turn.anchor:
+                    continue  # reasoning or a later call of the turn: the turn's item stands for it
+                last_turn = turn
+                calls = [c for index in turn.calls for c in self.calls(messages[index])]
+                if calls:
+                    span_starts.append(i)
+                    span = len(span_starts) - 1
+                else:
+                    span = None
+                ids = tuple(c[0] for c in calls)
+                items.append(Item(
+                    index=len(items), kind="assistant", msg_index=i, block_index=None, tool_name=None,
+                    tool_call_id=None, call=None, call_msg_index=None,
+                    call_names=tuple(c[1] or "" for c in calls), call_ids=ids,
+                    text=self.assistant_text(messages[turn.message]) if turn.message is not None else "",
+                    is_error=False, orphan=False, dangling=any(c not in answered for c in ids), span=span,
+                    has_thinking=turn.thinking))
+                continue
+            results = self.results(msg)
+            if not results:
+                span = None
+            for call_id, _, is_error, text in results:
+                call, call_msg, name = call_at.get(call_id, (None, None, None)) if call_id is not None \
+                    else (None, None, None)
+                prev = last_turn.anchor if last_turn is not None else None
+                if last_turn is not None and call_msg is not None and call_msg in last_turn.calls:
+                    prev = call_msg  # the call is in the nearest turn before the result
+                items.append(Item(
+                    index=len(items), kind="tool_result", msg_index=i, block_index=None,
+                    tool_name=name, tool_call_id=call_id, call=call, call_msg_index=call_msg,
+                    call_names=(), call_ids=(), text=text, is_error=is_error, orphan=call is None,
+                    dangling=False, span=span, prev_assistant=prev))
+            if self.is_user_turn(msg):
+                user_turns.append(i)
+        return Scan(tuple(items), tuple(user_turns), tuple(span_starts),
+                    last_turn.anchor if last_turn is not None else None)
+
+    # -- edits -------------------------------------------------------------------
+    def result_content(self, msg: dict, item: Item) -> Any:
+        # The engine reads a result's text through this; a list output is given as its text.
+        return content_text(msg.get("output"))
+
+    def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
+        output = msg.get("output")
+        new = text if as_string or not isinstance(output, list) else [{"type": "input_text", "text": text}]
+        return {**msg, "output": new}
+
+    def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,
+                   keep_thinking: bool, drop_other: bool = False) -> dict:
+        """Strip an assistant ``message`` item's text; any other item (a call, reasoning) is
+        returned as it is.  ``text_first`` and ``keep_thinking`` have nothing to act on: the
+        message item holds no calls and no reasoning."""
+        if not _is_assistant(msg):
+            return msg
+        content = msg.get("content")
+        if isinstance(content, str):
+            if content and content != marker and not keep(content):
+                return {**msg, "content": marker if marker is not None else ""}
+            return msg
+        if not isinstance(content, list):
+            return msg
+        kept, removed = [], False
+        for part in content:
+            is_text = (isinstance(part, dict) and part.get("type") in ("output_text", "input_text", "text")
+                       and isinstance(part.get("text"), str))
+            if is_text and part["text"] != marker and not keep(part["text"]):
+                removed = True
+                continue
+            if drop_other and not is_text:
+                removed = True
+                continue
+            kept.append(part)
+        if not removed:
+            return msg
+        if marker is not None and not any(isinstance(p, dict) and p.get("text") == marker for p in kept):
+            kept.insert(0, {"type": "output_text", "text": marker, "annotations": []})
+        return {**msg, "content": kept}
+
+    def is_empty(self, msg: dict) -> bool:
+        if _is_assistant(msg):
+            return not content_text(msg.get("content"))
+        return False
+
+    def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
+        if _kind(msg) != "call" or msg.get("call_id") not in call_ids:
+            return msg
+        key, blank = CALL_TYPES[msg["type"]], CLEARED_INPUT[msg["type"]]
+        return msg if msg.get(key) == blank else {**msg, key: blank}
+
+
+RESPONSES = ResponsesFormat()
+FORMATS.setdefault("responses", RESPONSES)  # also registered by formats.py; idempotent
+
+
+# -- the engine's guarantees for this format, for rules_compact.testing.check_invariants -----
+
+def _without(d: dict, keys: Iterable[str]) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def check_item_invariants(before: Any, after: Any, i: int) -> None:
+    """Assert what compaction may change in one Responses item: a result's ``output``, an
+    assistant message's ``content`` (never emptied), a call's arguments (to the blank value
+    only); reasoning and every other item and field stay identical."""
+    if not isinstance(before, dict) or before is after:
+        assert before == after, f"item {i} changed"
+        return
+    kind = _kind(before)
+    assert _kind(after) == kind, f"item {i}: its type changed"
+    if kind == "result":
+        assert _without(before, {"output"}) == _without(after, {"output"}), f"item {i}: a result's fields changed"
+        assert isinstance(after.get("output"), (str, list)), f"item {i}: output is neither a string nor a list"
+    elif kind == "call":
+        key = CALL_TYPES[before["type"]]
+        assert _without(before, {key}) == _without(after, {key}), f"item {i}: a call's name or ids changed"
+        assert after.get(key) in (before.get(key), CLEARED_INPUT[before["type"]]), \
+            f"item {i}: a call's arguments changed to something other than the blank value"
+    elif _is_assistant(before):
+        assert _without(before, {"content"}) == _without(after, {"content"}), f"item {i}: a message's fields changed"
+        assert content_text(after.get("content")), f"item {i}: an assistant message was emptied"
+    else:
+        assert before == after, f"item {i} ({kind}) changed: only results, calls and assistant messages may"
