@@ -90,7 +90,11 @@ class View:
         cached = self._errors.get(item.index)
         if cached is None:
             error_when = self.ruleset.error_when
-            cached = item.is_error or (error_when is not None and error_when(item, self))
+            if error_when is None or item.is_error:
+                cached = item.is_error
+            else:
+                self._errors[item.index] = False  # inside error_when (a where reads item.is_error): the flag
+                cached = error_when(item, self)
             self._errors[item.index] = cached
         return cached
 

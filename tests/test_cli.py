@@ -197,7 +197,8 @@ def test_report_json(work, capsys):
         assert d["saved"] == d["tokens_before"] - d["tokens_after"]
         if d["changed"]:
             assert d["rule"] and d["saved"] > 0
-    assert p["saved_by_rule"] == {"placeholder-old-results": report["tokens_before"] - report["tokens_after"]}
+    assert p["saved_by_rule"] == {"placeholder-old-results": 6_079, "strip-old-reasoning": 1_935}
+    assert sum(p["saved_by_rule"].values()) == report["tokens_before"] - report["tokens_after"]
     assert {f.name for f in work.iterdir()} >= {"out.json", "report.json"}
     assert not [f for f in work.iterdir() if f.name.endswith(".tmp")]
 
@@ -687,7 +688,7 @@ def test_subprocess_explain(work):
     proc = run_sub("explain", "stray.json", cwd=work)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
-    assert "keep-recent" in out
+    assert "after the step boundary: left as it is" in out
     assert any("orphan" in line and "#2" in line for line in out.splitlines())
     assert any("dangling" in line and "c2" in line for line in out.splitlines())
 
