@@ -390,9 +390,15 @@ class AnthropicFormat(Format):
         content = msg.get("content")
         if not isinstance(content, list) or not content:
             return msg
-        at = item.block_index if item.block_index is not None else len(content) - 1
+        if item.block_index is not None:
+            at = item.block_index
+        else:  # the last block that may carry a breakpoint (never a thinking block)
+            at = next((j for j in range(len(content) - 1, -1, -1) if isinstance(content[j], dict)
+                       and content[j].get("type") not in ("thinking", "redacted_thinking")), None)
+            if at is None:
+                return msg
         block = content[at]
-        if not isinstance(block, dict) or block.get("cache_control") == cache_control:
+        if not isinstance(block, dict) or "cache_control" in block:  # never move or weaken one
             return msg
         blocks = list(content)
         blocks[at] = {**block, "cache_control": cache_control}

@@ -16,6 +16,32 @@ class RegexError(ValueError):
     """A pattern RE2 does not accept (syntax error, backreference, lookaround...)."""
 
 
+class _Pattern:
+    """An RE2 pattern that also takes text with lone surrogates (valid in JSON, not in UTF-8)."""
+
+    __slots__ = ("_re", "pattern")
+
+    def __init__(self, compiled):
+        self._re = compiled
+        self.pattern = compiled.pattern
+
+    def search(self, text: str):
+        try:
+            return self._re.search(text)
+        except UnicodeEncodeError:
+            return self._re.search(_clean(text))
+
+    def fullmatch(self, text: str):
+        try:
+            return self._re.fullmatch(text)
+        except UnicodeEncodeError:
+            return self._re.fullmatch(_clean(text))
+
+
+def _clean(text: str) -> str:
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 @lru_cache(maxsize=4096)
 def compile_regex(pattern: str, ignore_case: bool = False, dot_all: bool = False):
     """An RE2 pattern with ``search``/``fullmatch``; raises RegexError with RE2's reason."""
@@ -24,7 +50,7 @@ def compile_regex(pattern: str, ignore_case: bool = False, dot_all: bool = False
     options.case_sensitive = not ignore_case
     options.dot_nl = dot_all
     try:
-        return re2.compile(pattern, options)
+        return _Pattern(re2.compile(pattern, options))
     except re2.error as exc:
         try:
             re.compile(pattern)

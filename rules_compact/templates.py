@@ -60,10 +60,10 @@ class Template:
         """Whether ``text`` is this template's output for an item with these ``values``:
         the same ``tool_name`` and ``tool_call_id``, any sizes."""
         regex = []
-        for literal, field, _, _ in string.Formatter().parse(self.text):
+        for literal, field, spec, _ in string.Formatter().parse(self.text):
             regex.append(escape(literal))
             if field in ("tool_name", "tool_call_id"):
-                regex.append(escape(str(values[field])))
+                regex.append(escape(format(str(values[field]), spec or "")))
             elif field in ("chars", "bytes", "tokens", "lines", "omitted"):
                 regex.append(r"[0-9,._ ]*")
             elif field is not None:

@@ -294,7 +294,7 @@ def _check_anthropic_message(before: dict, after: dict, latest: bool, i: int) ->
         assert order(b_blocks) == order(a_blocks), f"message {i}: thinking order changed"
         if b_blocks and isinstance(b_blocks[0], dict) and b_blocks[0].get("type") in ("thinking", "redacted_thinking"):
             assert a_blocks[0] == b_blocks[0], f"message {i}: the leading thinking block changed"
-    assert not (isinstance(before.get("content"), list) and after.get("content") == []), \
+    assert not (isinstance(before.get("content"), list) and before["content"] and after.get("content") == []), \
         f"message {i}: content emptied"
 
 

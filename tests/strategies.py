@@ -27,11 +27,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from rules_compact import RuleSet, parse_rules
+from rules_compact.estimators import ESTIMATORS
 from rules_compact.resources import bundled_rules
 
 __all__ = [
     "register_profiles", "texts", "openai_conversations", "anthropic_conversations", "conversations",
-    "matchers", "actions", "rule_files", "to_ruleset", "TOOL_NAMES", "WHERE_EXPRESSIONS",
+    "make_matchers", "matchers", "error_matchers", "actions", "rule_files", "to_ruleset", "TOOL_NAMES",
+    "WHERE_EXPRESSIONS", "MATCHER_KINDS", "ACTION_KINDS", "TOP_LEVEL_KEYS",
 ]
 
 
@@ -105,6 +107,15 @@ def _text_part(text: str, marker: dict | None) -> dict:
 
 
 _text_parts = st.lists(st.builds(_text_part, texts, st.none() | _cache_control), min_size=1, max_size=3)
+_IMAGE_URL = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+_IMAGE_BLOCK = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+#: OpenAI user content parts: text, sometimes an image.
+_user_parts = st.lists(st.one_of(st.builds(_text_part, texts, st.none() | _cache_control), st.just(_IMAGE_URL)),
+                       min_size=1, max_size=3)
+#: Anthropic tool_result content blocks: text, sometimes an image.
+_result_blocks = st.lists(st.one_of(st.builds(_text_part, texts, st.none() | _cache_control),
+                                    st.builds(_text_part, texts, st.none() | _cache_control), st.just(_IMAGE_BLOCK)),
+                          min_size=1, max_size=3)
 
 
 def _extras(draw, msg: dict) -> dict:
@@ -155,13 +166,15 @@ def _openai_tool_message(draw, call_id: Any) -> dict:
 
 
 def _openai_assistant_content(draw) -> Any:
-    kind = draw(st.integers(0, 5))
+    kind = draw(st.integers(0, 6))
     if kind <= 2:
         return draw(texts)
     if kind == 3:
         return None
     if kind == 4:
         return draw(_text_parts)
+    if kind == 5:
+        return [{"type": "refusal", "refusal": draw(texts)}, *draw(_text_parts)]
     return ""
 
 
@@ -174,7 +187,7 @@ def openai_conversations(draw, max_segments: int = 9) -> list:
         msgs.append({"role": "system", "content": draw(texts)})
     for segment in draw(st.lists(st.sampled_from(OPENAI_SEGMENTS), max_size=max_segments)):
         if segment == "user":
-            content = draw(st.one_of(_nonempty_texts, _text_parts))
+            content = draw(st.one_of(_nonempty_texts, _user_parts))
             msgs.append(_extras(draw, {"role": "user", "content": content}))
         elif segment == "empty_user":
             msgs.append({"role": "user", "content": draw(st.sampled_from(["", None, [], "   "]))})
@@ -219,7 +232,7 @@ def _anthropic_result_content(draw) -> tuple[bool, Any]:
     if kind <= 5:
         return True, draw(texts)
     if kind <= 8:
-        return True, draw(_text_parts)
+        return True, draw(_result_blocks)
     return False, None  # no content key at all
 
 
@@ -252,9 +265,11 @@ def anthropic_conversations(draw, max_turns: int = 7) -> list:
         calls = [{"type": "tool_use", "id": f"toolu_{next(ids)}", "name": draw(_tool_names),
                   "input": draw(_call_inputs)} for _ in range(k)]
         blocks.extend(calls)
-        if draw(st.integers(0, 5)) == 0:  # text or interleaved thinking after the calls
-            blocks.insert(draw(st.integers(0, len(blocks))),
-                          _thinking_block(draw) if draw(st.booleans()) else _text_part(draw(texts), None))
+        if draw(st.integers(0, 5)) == 0:  # text, interleaved thinking or an image anywhere
+            extra = draw(st.sampled_from(["thinking", "text", "text", "image"]))
+            block = (_thinking_block(draw) if extra == "thinking" else _IMAGE_BLOCK if extra == "image"
+                     else _text_part(draw(texts), None))
+            blocks.insert(draw(st.integers(0, len(blocks))), block)
         content: Any = blocks
         if not calls and draw(st.integers(0, 3)) == 0:
             content = draw(st.one_of(texts, st.just([])))
@@ -317,6 +332,7 @@ TEMPLATES = [
     "[cleared {tool_name}: {chars} chars]",
     "[{tool_call_id}] {bytes}B {tokens}t {lines}L",
     "[{chars:,} chars from {tool_name:.4}]",
+    "[{tool_name:>10}] {chars}",
     "[compacted]",
     "{tool_name}",
     "{{literal}} {lines} lines",
@@ -328,6 +344,10 @@ TRUNCATE_MARKERS = ["\n[... {omitted} chars omitted ...]\n", "…", "", "[{omitt
                     " <{omitted}> ", "\n... {lines} lines, {bytes} bytes, {tokens} tokens; id {tool_call_id}\n"]
 STRIP_MARKERS = ["[reasoning removed]", "[text removed]", "", "…"]
 KEEP_PATTERNS = ["TODO", "^I'll", "(?i)error", "\\d+"]
+REGEXES = ["^<returncode>[^0]", "(?i)error", "\\bFAILED\\b", "^$", "[ü日]", ".*", "\\d+ chars\\z"]
+ESTIMATOR_NAMES = sorted(ESTIMATORS)
+AGE_UNITS = ["tool_results", "tool_calls", "spans", "messages", "user_turns", "tokens"]
+AMONG_UNITS = ("tool_results", "spans", "tokens", "user_turns")
 
 
 def _bounds(values: list[int]) -> st.SearchStrategy[dict]:
@@ -346,19 +366,17 @@ def _merge(*dicts: dict) -> dict:
     return out
 
 
+_booleans = st.booleans()
 _text_options = st.fixed_dictionaries({}, optional={
     "contains": _one_or_list(["error", "Error", "ü", "<returncode>1", "Previous", ""]),
     "startswith": _one_or_list(["<returncode>0", "<returncode>", "[", "Traceback"]),
     "endswith": _one_or_list(["</output>", "]", "\n"]),
-    "regex": st.sampled_from(["^<returncode>(?!0<)", "(?i)error", "\\bFAILED\\b", "^$", "[ü日]", ".*"]),
-    "ignore_case": st.booleans(),
-    "empty": st.booleans(),
+    "regex": st.sampled_from(REGEXES),
+    "ignore_case": _booleans,
+    "empty": _booleans,
 }).filter(bool)
-
 _size_options = st.builds(_merge, st.fixed_dictionaries(
-    {}, optional={"unit": st.sampled_from(["chars", "bytes", "tokens"])}), _bounds(THRESHOLDS))
-
-_booleans = st.booleans()
+    {}, optional={"unit": st.sampled_from(["chars", "bytes", "utf16", "tokens"])}), _bounds(THRESHOLDS))
 
 #: Matcher kinds whose options hold no nested matcher.
 LEAF_MATCHERS: dict[str, st.SearchStrategy] = {
@@ -370,11 +388,17 @@ LEAF_MATCHERS: dict[str, st.SearchStrategy] = {
     "in_tail": _booleans,
     "is_error": _booleans,
     "has_tool_calls": _booleans,
+    "has_thinking": _booleans,
+    "call_in_previous_assistant": _booleans,
     "orphan": _booleans,
     "dangling": _booleans,
     "compacted": _booleans,
     "text": _text_options,
     "where": st.sampled_from(WHERE_EXPRESSIONS),
+    "superseded": st.one_of(_booleans, st.builds(lambda k: {"key": k},
+                                                 st.sampled_from(["command", "file_path", "path", "todos[0]"]))),
+    "at_step_boundary": _booleans,
+    "in_span": _booleans,
 }
 
 
@@ -393,26 +417,29 @@ def _combine(children: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
     )
 
 
-_simple_matchers = st.recursive(_leaf_dicts(LEAF_MATCHERS), _combine, max_leaves=3)
+def make_matchers(exclude: tuple[str, ...] = ()) -> st.SearchStrategy[dict]:
+    """Valid matcher specs of every kind, nested with all/any/not (``age`` with ``among``);
+    ``exclude`` leaves kinds out everywhere, ``among`` included (error_when may not use is_error)."""
+    leaves = {k: v for k, v in LEAF_MATCHERS.items() if k not in exclude}
+    simple = st.recursive(_leaf_dicts(leaves), _combine, max_leaves=3)
 
-AGE_UNITS = ["tool_results", "spans", "messages", "user_turns", "tokens"]
+    @st.composite
+    def age_options(draw) -> dict:
+        unit = draw(st.sampled_from(AGE_UNITS))
+        options = {"unit": unit, **draw(_bounds(THRESHOLDS if unit == "tokens" else SMALL_THRESHOLDS))}
+        if draw(st.booleans()):
+            options["include_self"] = draw(_booleans)
+        if unit in AMONG_UNITS and draw(st.integers(0, 2)) == 0:
+            options["among"] = draw(simple)
+        return options
+
+    return st.recursive(_leaf_dicts({**leaves, "age": age_options()}), _combine, max_leaves=4)
 
 
-@st.composite
-def _age_options(draw) -> dict:
-    unit = draw(st.sampled_from(AGE_UNITS))
-    options = {"unit": unit, **draw(_bounds(THRESHOLDS if unit == "tokens" else SMALL_THRESHOLDS))}
-    if draw(st.booleans()):
-        options["include_self"] = draw(_booleans)
-    if unit in ("tool_results", "spans", "tokens") and draw(st.integers(0, 2)) == 0:
-        options["among"] = draw(_simple_matchers)
-    return options
-
-
-ALL_LEAF_MATCHERS = {**LEAF_MATCHERS, "age": _age_options()}
-
-#: Any valid matcher spec: every kind, nested with all/any/not.
-matchers = st.recursive(_leaf_dicts(ALL_LEAF_MATCHERS), _combine, max_leaves=5)
+#: Any valid matcher spec.
+matchers = make_matchers()
+#: What ``error_when`` accepts: every kind but is_error.
+error_matchers = make_matchers(exclude=("is_error",))
 
 _placeholder_actions = st.one_of(
     st.just("placeholder"), st.just({"placeholder": None}), st.just({"placeholder": {}}),
@@ -421,6 +448,7 @@ _placeholder_actions = st.one_of(
         "text": st.sampled_from(TEMPLATES),
         "summary": _booleans,
         "summary_text": st.sampled_from(["[Previous: used {tool_name}: {summary}]", "{summary} ({chars} chars)"]),
+        "as_string": _booleans,
     })),
 )
 _truncate_actions = st.one_of(
@@ -429,6 +457,7 @@ _truncate_actions = st.one_of(
         "head": st.sampled_from([0, 1, 5, 20, 200, 1000]),
         "tail": st.sampled_from([0, 1, 5, 20, 200, 1000]),
         "marker": st.sampled_from(TRUNCATE_MARKERS),
+        "as_string": _booleans,
     })),
 )
 _strip_actions = st.one_of(
@@ -439,13 +468,25 @@ _strip_actions = st.one_of(
         "marker": st.sampled_from(STRIP_MARKERS),
         "text_first": _booleans,
         "keep_thinking": _booleans,
+        "keep_text": _booleans,
+        "tool_turns_only": _booleans,
+        "drop_other_blocks": _booleans,
+        "length": st.sampled_from(["chars", "utf16"]),
     })),
 )
 _clear_actions = st.sampled_from(["clear-inputs", {"clear-inputs": None}, {"clear-inputs": {}}])
 _keep_actions = st.sampled_from(["keep", {"keep": None}, {"keep": {}}])
+_cache_actions = st.sampled_from(["cache-breakpoint", {"cache-breakpoint": None}, {"cache-breakpoint": {}},
+                                  {"cache-breakpoint": {"ttl": "5m"}}, {"cache-breakpoint": {"ttl": "1h"}}])
+
+#: Every action kind the strategies write (a test compares these lists with the schema).
+ACTION_KINDS = ["keep", "placeholder", "truncate", "strip-text", "clear-inputs", "cache-breakpoint"]
+#: Every matcher kind the strategies write.
+MATCHER_KINDS = [*LEAF_MATCHERS, "age", "all", "any", "not"]
 
 #: One action, in every spelling the schema allows.
-actions = st.one_of(_keep_actions, _placeholder_actions, _truncate_actions, _strip_actions, _clear_actions)
+actions = st.one_of(_keep_actions, _placeholder_actions, _truncate_actions, _strip_actions, _clear_actions,
+                    _cache_actions)
 _rule_actions = st.one_of(actions, st.lists(actions, min_size=1, max_size=3))
 
 
@@ -462,7 +503,6 @@ def _rule(draw, name: str, anchors: list[str] = ()) -> dict:
 DEFAULT_RULE_NAMES = [r["name"] for r in yaml.safe_load(
     bundled_rules("default").read_text(encoding="utf-8"))["rules"]]
 
-
 _triggers = st.one_of(
     st.just({}), st.just({"always": True}),
     st.builds(lambda v: {"tokens_over": v}, st.sampled_from([0, 10, 100, 1000, 5000, 100_000])),
@@ -471,7 +511,7 @@ _triggers = st.one_of(
 _token_amounts = st.sampled_from([0, 1, 10, 100, 500, 1000, 3000, 10_000, 100_000])
 _defaults = st.fixed_dictionaries({}, optional={
     "placeholder": st.sampled_from(TEMPLATES),
-    "estimator": st.sampled_from(["chars4", "chars4_ceil", "bytes4"]),
+    "estimator": st.sampled_from(ESTIMATOR_NAMES),
     "over_budget_tokens": _token_amounts,
 })
 _tools_sections = st.dictionaries(
@@ -480,10 +520,18 @@ _tools_sections = st.dictionaries(
     max_size=3)
 
 
+#: Every top-level key the strategies write.
+TOP_LEVEL_KEYS = ["version", "name", "description", "enabled", "extends", "remove_rules", "trigger", "step", "budget",
+                  "defaults", "error_when", "undeclared", "tools", "rules"]
+
+
 @st.composite
-def rule_files(draw, idempotent: bool = True, max_rules: int = 5) -> dict:
-    """A random valid rule file as a dict; ``stop_after_cleared_tokens`` only if not ``idempotent``."""
-    budget_keys = {"min_cleared_tokens": _token_amounts, "stop_at_tokens": _token_amounts}
+def rule_files(draw, idempotent: bool = True, max_rules: int = 4) -> dict:
+    """A random valid rule file as a dict; ``stop_after_cleared_tokens`` only if not ``idempotent``.
+
+    One in six extends the bundled default rules (removing, replacing and inserting rules)."""
+    budget_keys = {"min_cleared_tokens": _token_amounts, "stop_at_tokens": _token_amounts,
+                   "min_cleared_counts": st.sampled_from(["saved", "removed"])}
     if not idempotent:
         budget_keys["stop_after_cleared_tokens"] = _token_amounts
     optional = {
@@ -492,17 +540,19 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 5) -> dict:
         "trigger": _triggers,
         "budget": st.fixed_dictionaries({}, optional=budget_keys),
         "defaults": _defaults,
-        "error_when": matchers,
+        "error_when": error_matchers,
         "undeclared": st.sampled_from(["compact", "keep"]),
         "tools": _tools_sections,
+        "step": st.fixed_dictionaries({"unit": st.sampled_from(["tool_results", "tokens", "messages"]),
+                                       "every": st.sampled_from([1, 2, 3, 5, 100, 2000])}),
     }
+    assert set(optional) | {"version", "name", "rules", "extends", "remove_rules"} == set(TOP_LEVEL_KEYS)
     data: dict[str, Any] = {"version": 1, "name": draw(st.sampled_from(["gen", "gen-ü", "second"]))}
     data.update(draw(st.fixed_dictionaries({}, optional=optional)))
     count = draw(st.integers(0, max_rules))
     if draw(st.integers(0, 5)):
         data["rules"] = [draw(_rule(f"r{i}")) for i in range(count)]
         return data
-    # extends the bundled default rules: drop some, replace some, insert before/after others
     data["extends"] = "default"
     removed = draw(st.lists(st.sampled_from(DEFAULT_RULE_NAMES), unique=True, max_size=2))
     if removed:
