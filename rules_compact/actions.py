@@ -164,7 +164,10 @@ def _clear_inputs(options, ctx, path) -> Action:
                 return "orphan result: no call to clear"
             index, ids = item.call_msg_index, frozenset([item.tool_call_id])
         else:
-            index, ids = item.msg_index, frozenset(item.call_ids)
+            ids = frozenset(item.call_ids)
+            for index in sorted({at for at, _, _ in ed.view.turn_calls(item)}):  # Responses: several items
+                ed.replace(index, ed.view.fmt.clear_inputs(ed.message(index), ids))
+            return None
         ed.replace(index, ed.view.fmt.clear_inputs(ed.message(index), ids))
         return None
 

@@ -417,15 +417,24 @@ class AnthropicFormat(Format):
 
 FORMATS: dict[str, Format] = {"openai": OpenAIFormat(), "anthropic": AnthropicFormat()}
 
+from .responses_format import RESPONSES, RESPONSES_ITEM_TYPES, RESPONSES_PARTS  # noqa: E402  (subclasses Format)
+
+FORMATS["responses"] = RESPONSES
+
 
 def detect_format(messages: list) -> str:
-    """``anthropic`` if any message holds Anthropic-only blocks, else ``openai``."""
+    """``responses`` for Responses API input items (an item typed ``function_call``,
+    ``function_call_output``, ``reasoning`` ..., or ``input_text`` / ``output_text`` parts),
+    ``anthropic`` if any message holds Anthropic-only blocks, else ``openai``."""
     for msg in messages:
         if not isinstance(msg, dict):
             continue
+        content = msg.get("content")
+        if msg.get("type") in RESPONSES_ITEM_TYPES or (
+                isinstance(content, list) and any(b.get("type") in RESPONSES_PARTS for b in _dicts(content))):
+            return "responses"
         if msg.get("role") == "tool" or "tool_calls" in msg or "tool_call_id" in msg:
             return "openai"
-        content = msg.get("content")
         if isinstance(content, list) and any(b.get("type") in ANTHROPIC_BLOCKS for b in _dicts(content)):
             return "anthropic"
     return "openai"

@@ -50,14 +50,16 @@ from typing import Any, Iterable
 
 from .formats import FORMATS, Format, Item, KeepText, Scan, dumps_args
 
-__all__ = ["ResponsesFormat", "RESPONSES", "is_responses_input", "check_item_invariants"]
+__all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
+           "check_item_invariants"]
 
 CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
 RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 CLEARED_INPUT = {"function_call": "{}", "custom_tool_call": ""}
 TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text"})
-DETECT_TYPES = frozenset({"function_call", "function_call_output", "reasoning", "custom_tool_call",
-                          "custom_tool_call_output"})
+RESPONSES_ITEM_TYPES = frozenset({"function_call", "function_call_output", "reasoning", "custom_tool_call",
+                                  "custom_tool_call_output"})  # an item of one of these types: Responses input
+RESPONSES_PARTS = frozenset({"input_text", "output_text"})  # content parts only Responses input has
 
 
 def _str(value: Any) -> str:
@@ -109,9 +111,9 @@ def is_responses_input(messages: list) -> bool:
     for msg in messages:
         if not isinstance(msg, dict):
             continue
-        if msg.get("type") in DETECT_TYPES:
+        if msg.get("type") in RESPONSES_ITEM_TYPES:
             return True
-        if any(p.get("type") in ("input_text", "output_text") for p in _dicts(msg.get("content"))):
+        if any(p.get("type") in RESPONSES_PARTS for p in _dicts(msg.get("content"))):
             return True
     return False
 
@@ -266,8 +268,12 @@ class ResponsesFormat(Format):
 
     # -- edits -------------------------------------------------------------------
     def result_content(self, msg: dict, item: Item) -> Any:
-        # The engine reads a result's text through this; a list output is given as its text.
-        return content_text(msg.get("output"))
+        # What the engine reads a result's text from (with formats.parts_text, which knows only
+        # "text" parts): a string output as it is, a list output as one text part of its text.
+        output = msg.get("output")
+        if isinstance(output, list):
+            return [{"type": "text", "text": content_text(output)}]
+        return output if isinstance(output, str) else ""
 
     def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
         output = msg.get("output")

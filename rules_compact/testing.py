@@ -33,6 +33,7 @@ import yaml
 from .engine import Result, compact
 from .errors import RulesCompactError
 from .formats import FORMATS, detect_format
+from .responses_format import check_item_invariants as check_responses_item
 from .loader import parse_rules
 from .model import ToolSpec
 from .plugins import HOOKS, Registry, tool_spec, use_plugins
@@ -320,6 +321,8 @@ def check_invariants(messages: list, rules: Any, fmt: str | None = None, idempot
         assert before.get("role") == after.get("role"), f"role changed at {i}"
         if name == "openai":
             _check_openai_message(before, after, i)
+        elif name == "responses":
+            check_responses_item(before, after, i)
         else:
             _check_anthropic_message(before, after, i == last_assistant, i)
     before_items = form.scan(messages).items

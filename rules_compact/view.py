@@ -110,13 +110,26 @@ class View:
             hits: set[int] = set()
             for it in reversed(self.items):
                 if it.kind == "assistant":
-                    later.update(_signature(name, call, key)
-                                 for _, name, call in self.fmt.calls(self.messages[it.msg_index]))
+                    later.update(_signature(name, call, key) for _, name, call in self.turn_calls(it))
                     later.discard(None)
                 elif it.call is not None and _signature(it.tool_name, it.call, key) in later:
                     hits.add(it.index)
             found = self._memo[("superseded", key)] = frozenset(hits)
         return found
+
+    def turn_calls(self, item: Item) -> list[tuple[int, str | None, dict]]:
+        """An assistant turn's calls as ``(message index, tool name, raw call)``: in its own
+        message (OpenAI, Anthropic), or in items of their own (Responses)."""
+        calls = self._memo.get(("calls",))
+        if calls is None:
+            calls = self._memo[("calls",)] = {}
+            for i, msg in enumerate(self.messages):
+                for cid, name, call in self.fmt.calls(msg):
+                    calls.setdefault(cid, (i, name, call))
+        own = self.fmt.calls(self.messages[item.msg_index])
+        own_ids = {cid for cid, _, _ in own}
+        return ([(item.msg_index, name, call) for _, name, call in own]
+                + [calls[cid] for cid in item.call_ids if cid not in own_ids and cid in calls])
 
     def in_tail(self, item: Item) -> bool:
         return bool(self.user_turns) and item.msg_index >= self.user_turns[-1]
@@ -274,7 +287,7 @@ def decode_args(call: dict | None) -> Any:
     if "input" in call:
         return call["input"]
     fn = call.get("function")
-    raw = fn.get("arguments") if isinstance(fn, dict) else None
+    raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")  # Responses: top level
     if not isinstance(raw, str):
         return raw if isinstance(raw, dict) else None
     try:

@@ -50,7 +50,7 @@ CASES = [
  ("role-not-a-string", {"in.json": '[{"role": 5}]'}, ["apply", "in.json"],
   2, "rules-compact: error: in.json: a list whose items are neither messages nor a known log format: item 0 is not a message (an object with a string 'role')"),
  ("unknown-format", {"in.json": GOOD}, ["apply", "in.json", "--format", "gemini"],
-  2, "rules-compact apply: error: argument --format: invalid choice: 'gemini' (choose from 'anthropic', 'openai') (see --help)"),
+  2, "rules-compact apply: error: argument --format: invalid choice: 'gemini' (choose from 'anthropic', 'openai', 'responses') (see --help)"),
  ("explain-not-json", {"in.json": "{"}, ["explain", "in.json"],
   2, 'rules-compact: error: in.json:1:2: invalid JSON: Expecting property name enclosed in double quotes'),
  ("audit-wrong-type", {"in.json": "true"}, ["audit", "in.json"],

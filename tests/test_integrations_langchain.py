@@ -1,0 +1,149 @@
+"""RulesCompactMiddleware inside LangChain's own agent loop (create_agent), driven by
+langchain_core's GenericFakeChatModel through several tool rounds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents.middleware.types", reason="langchain is in the test extra")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain.agents.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware  # noqa: E402
+from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+
+from rules_compact import load_rules  # noqa: E402
+from rules_compact.integrations.langchain import RulesCompactMiddleware, to_openai  # noqa: E402
+
+RULES = load_rules("""
+version: 1
+name: keep-one
+defaults: {placeholder: "[Previous: used {tool_name}]"}
+rules:
+  - {name: keep-errors, match: {is_error: true}, action: keep}
+  - {name: keep-newest, match: {age: {unit: tool_results, lt: 1}}, action: keep}
+  - {name: clear-old, match: {role: tool}, action: placeholder}
+  - name: strip-old-reasoning
+    match: {role: assistant, has_tool_calls: true, age: {unit: tool_results, gte: 1}}
+    action: {strip-text: {keep_text: true}}
+""")
+
+PAGES = {name: f"contents of {name}\n" + "x" * 400 for name in ("a.py", "b.py", "c.py")}
+MORE_PAGES = {name: f"contents of {name}\n" + "y" * 300 for name in ("a.py", "b.py", "c.py", "d.py", "e.py")}
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return {**MORE_PAGES, **PAGES}[path]
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """langchain_core's fake chat model; create_agent needs bind_tools (the fake's answers
+    are scripted, so binding changes nothing)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any):
+        return self
+
+
+class Recorder(BaseCallbackHandler):
+    """Records the messages each chat-model call received (LangChain's own callback)."""
+
+    def __init__(self):
+        self.calls: list[list] = []
+
+    def on_chat_model_start(self, serialized, messages, **kwargs):
+        self.calls.append(list(messages[0]))
+
+
+def script(pages) -> list[AIMessage]:
+    steps = [AIMessage(content=f"reading {path}", id=f"ai-{i}",
+                       tool_calls=[{"name": "read_file", "args": {"path": path}, "id": f"call-{i}",
+                                    "type": "tool_call"}],
+                       additional_kwargs={"reasoning_content": f"I should look at {path}"})
+             for i, path in enumerate(pages)]
+    return steps + [AIMessage(content="done", id="ai-final")]
+
+
+def run_agent(middleware, use_async: bool = False, pages=PAGES):
+    model = ToolCallingFake(messages=iter(script(pages)))
+    agent = create_agent(model, [read_file], middleware=[middleware], system_prompt="You read files.")
+    recorder = Recorder()
+    payload = {"messages": [HumanMessage(content="read the three files", id="human-1")]}
+    config = {"callbacks": [recorder]}
+    state = asyncio.run(agent.ainvoke(payload, config)) if use_async else agent.invoke(payload, config)
+    return state, recorder.calls
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_model_gets_compacted_messages_and_state_keeps_originals(use_async):
+    reports = []
+    state, calls = run_agent(RulesCompactMiddleware(rules=RULES, on_compact=reports.append), use_async)
+    assert len(calls) == 4 and len(reports) == 4
+
+    # the state: every original message, untouched
+    msgs = state["messages"]
+    tools = [m for m in msgs if isinstance(m, ToolMessage)]
+    assert [t.content for t in tools] == list(PAGES.values())
+    assert [m.additional_kwargs.get("reasoning_content") for m in msgs if isinstance(m, AIMessage)][:3] == \
+        [f"I should look at {p}" for p in PAGES]
+
+    # the last model call: old results are placeholders, the newest is whole
+    last = calls[-1]
+    assert last[0].type == "system" and last[0].content == "You read files."
+    seen_tools = [m for m in last if isinstance(m, ToolMessage)]
+    assert [t.content for t in seen_tools] == ["[Previous: used read_file]"] * 2 + [PAGES["c.py"]]
+    # ids, tool-call ids and names survive
+    assert [t.tool_call_id for t in seen_tools] == ["call-0", "call-1", "call-2"]
+    assert [t.id for t in seen_tools] == [t.id for t in tools]
+    seen_ai = [m for m in last if isinstance(m, AIMessage)]
+    assert [m.id for m in seen_ai] == ["ai-0", "ai-1", "ai-2"]
+    assert [c["id"] for m in seen_ai for c in m.tool_calls] == ["call-0", "call-1", "call-2"]
+    assert [c["args"] for m in seen_ai for c in m.tool_calls] == [{"path": p} for p in PAGES]
+    # old reasoning is stripped from what the model sees, text kept; the newest turn keeps it
+    assert [m.additional_kwargs.get("reasoning_content") for m in seen_ai] == [None, None, "I should look at c.py"]
+    assert [m.content for m in seen_ai] == [f"reading {p}" for p in PAGES]
+
+    # the callback saw each call's decisions
+    assert [r.items_changed for r in reports] == [0, 0, 2, 4]
+    cleared = [(d.tool, d.rule) for d in reports[-1].passes[0].decisions if d.changed and d.role == "tool"]
+    assert cleared == [("read_file", "clear-old")] * 2
+
+
+def test_default_callback_logs_what_was_cleared(caplog):
+    caplog.set_level("INFO", logger="rules_compact.integrations")
+    run_agent(RulesCompactMiddleware(rules=RULES))
+    lines = [r.getMessage() for r in caplog.records if r.name == "rules_compact.integrations"]
+    assert len(lines) == 2  # the two calls that changed something
+    assert lines[-1].startswith("rules-compact: 4 items changed")
+    assert "clear-old (placeholder): read_file x2" in lines[-1]
+
+
+def test_same_as_context_editing_middleware():
+    """The langchain-clear-tool-uses preset (trigger lowered to fit a short test) through our
+    middleware gives the model what LangChain's own ContextEditingMiddleware gives it with the
+    same trigger, in the same agent loop."""
+    rules = load_rules("version: 1\nname: low-trigger\nextends: preset:langchain-clear-tool-uses\n"
+                       "trigger: {tokens_over: 300}\n")
+    _, theirs = run_agent(ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=300)]), pages=MORE_PAGES)
+    _, ours = run_agent(RulesCompactMiddleware(rules=rules, on_compact=lambda r: None), pages=MORE_PAGES)
+
+    def shown(calls):
+        return [[(m.type, m.content, getattr(m, "tool_call_id", None)) for m in call] for call in calls]
+
+    assert shown(ours) == shown(theirs)
+    assert [m.content for m in ours[-1] if isinstance(m, ToolMessage)].count("[cleared]") == 2
+
+
+def test_conversion_keeps_what_rules_need():
+    ai = AIMessage(content=[{"type": "text", "text": "hi"}, {"type": "thinking", "thinking": "t", "signature": "s"}],
+                   tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1", "type": "tool_call"}], name="bot")
+    assert to_openai(ai) == {"role": "assistant", "name": "bot", "content": ai.content, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}
+    err = ToolMessage(content="boom", tool_call_id="c1", status="error")
+    assert to_openai(err) == {"role": "tool", "content": "boom", "tool_call_id": "c1", "is_error": True}
