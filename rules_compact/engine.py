@@ -12,7 +12,7 @@ from .model import RuleSet, Step
 from .report import Decision, PassReport, Report
 from .view import View
 
-__all__ = ["compact", "Result"]
+__all__ = ["compact", "Result", "resolve_rules"]
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,8 @@ def _unapplied(decision: Decision, why: str) -> Decision:
     return replace(decision, changed=False, tokens_after=decision.tokens_before, note=why)
 
 
-def _rulesets(rules) -> list[RuleSet]:
+def resolve_rules(rules) -> list[RuleSet]:
+    """RuleSets from a RuleSet, a path or name, a list of those, or None (the bundled default)."""
     from .loader import load_rules
 
     if rules is None:
@@ -196,7 +197,7 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
         raise InputError(f"unknown format {name!r}; allowed: {', '.join(FORMATS)}")
     passes = []
     current = messages
-    rulesets = _rulesets(rules)
+    rulesets = resolve_rules(rules)
     for ruleset in rulesets:
         current, report = run_pass(current, ruleset, fmt)
         passes.append(report)

@@ -6,8 +6,7 @@ import logging
 import os
 from typing import Callable, Sequence, Union
 
-from ..engine import Result, compact
-from ..loader import load_rules
+from ..engine import Result, compact, resolve_rules
 from ..model import RuleSet
 from ..report import Report
 
@@ -18,17 +17,6 @@ logger = logging.getLogger("rules_compact.integrations")
 OnCompact = Callable[[Report], None]
 Rules = Union[RuleSet, str, "os.PathLike[str]", Sequence[Union[RuleSet, str, "os.PathLike[str]"]], None]
 
-
-def resolve_rules(rules: Rules) -> list[RuleSet]:
-    """Load ``rules`` once: a RuleSet, a path, ``default``, ``preset:NAME``, YAML text, a list of
-    those (successive passes), or None for the bundled default rules."""
-    if rules is None:
-        return [load_rules("default")]
-    if isinstance(rules, RuleSet):
-        return [rules]
-    if isinstance(rules, (str, os.PathLike)):
-        return [load_rules(rules)]
-    return [r if isinstance(r, RuleSet) else load_rules(r) for r in rules]
 
 
 def describe(report: Report) -> str:
