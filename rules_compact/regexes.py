@@ -37,6 +37,15 @@ class _Pattern:
         except UnicodeEncodeError:
             return self._re.fullmatch(_clean(text))
 
+    def sub(self, repl, text: str, count: int = 0) -> str:
+        try:
+            return self._re.sub(repl, text, count)
+        except UnicodeEncodeError:
+            return self._re.sub(repl, _clean(text), count)
+
+    def __getattr__(self, name: str):  # match, finditer, split...: RE2's own
+        return getattr(self._re, name)
+
 
 def _clean(text: str) -> str:
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
