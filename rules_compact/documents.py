@@ -55,6 +55,7 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except OSError as exc:
         _remove(tmp)
@@ -62,6 +63,16 @@ def write_atomic(path: str, text: str) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The existing file's mode, or what a plain ``open`` would give (0666 less the umask)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _remove(path: str) -> None:

@@ -737,3 +737,13 @@ def test_subprocess_deeply_nested_rule_file(work):
     assert proc.returncode == 1, err
     lines = (proc.stdout.decode() + err).splitlines()
     assert lines and all(re.match(r"deep\.yaml:\d+:\d+: ", line) for line in lines), lines
+
+
+def test_output_file_gets_ordinary_permissions(work, capsys):
+    """Atomic writes go through a private temp file; the result must not stay private."""
+    umask = os.umask(0o022)
+    try:
+        assert main(["apply", "coding.json", "-o", "fresh.json"]) == 0
+    finally:
+        os.umask(umask)
+    assert os.stat("fresh.json").st_mode & 0o777 == 0o644
