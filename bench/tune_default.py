@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from rules_compact import compact, load_rules  # noqa: E402
 from rules_compact.estimators import ESTIMATORS  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
-from rules_compact.replay import PRICES, Replay, replay  # noqa: E402
+from rules_compact.replay import PRICES, Replay, replay, round_tokens  # noqa: E402
 
 TRACES = sorted((ROOT / "tests" / "data" / "traces" / "mini-swe-agent").glob("*.json"))
 DEFAULT_FILE = ROOT / "rules" / "default.yaml"
@@ -96,14 +96,9 @@ def stepped_replay(messages: list, rules, every: int) -> Replay:
         if boundary not in decided:
             decided[boundary] = compact(messages[:boundary], [rules], format="openai").messages
         prompt = decided[boundary] + messages[boundary:end]
-        common = 0
-        for a, b in zip(prompt, previous):
-            if a is not b and a != b:
-                break
-            common += 1
-        sizes = [tokens(m) for m in prompt]
-        prompts.append(sum(sizes))
-        cached.append(sum(sizes[:common]))
+        total, hit = round_tokens(prompt, previous, tokens)
+        prompts.append(total)
+        cached.append(hit)
         previous = prompt
     return Replay(rules.name, tuple(prompts), tuple(cached), PRICE)
 

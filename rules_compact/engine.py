@@ -85,8 +85,8 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
     """One rule file over ``messages``: the new list and what was decided."""
     full = View(messages, fmt, ruleset)
     boundary = step_boundary(full, ruleset.step) if ruleset.step else len(messages)
-    view = full if boundary == len(messages) else View(messages[:boundary], fmt, ruleset)
-    tokens = full.total_tokens
+    tokens = full.total_tokens  # measured once; a stepped prefix reuses the sizes
+    view = full if boundary == len(messages) else full.prefix(boundary)
     chars = sum(full.message_chars)
     base = dict(ruleset=ruleset.name, source=ruleset.source, tokens_before=tokens, chars_before=chars,
                 over_budget_tokens=ruleset.over_budget_tokens, idempotent=ruleset.idempotent)
@@ -203,8 +203,8 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
         passes.append(report)
     if current is messages:
         current = list(messages)
-    checks = tuple((r.name, _tokens(fmt, current, r), r.over_budget_tokens)
-                   for r in rulesets if r.over_budget_tokens is not None)
+    checks = tuple((r.name, passes[-1].tokens_after if r is rulesets[-1] else _tokens(fmt, current, r),
+                    r.over_budget_tokens) for r in rulesets if r.over_budget_tokens is not None)
     return Result(current, Report(name, tuple(passes), checks))
 
 

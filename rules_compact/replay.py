@@ -77,6 +77,17 @@ def round_starts(messages: list) -> list[int]:
     return [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
 
 
+def round_tokens(prompt: list, previous: list, tokens) -> tuple[int, int]:
+    """A round's prompt tokens, and those in the longest prefix identical to the previous prompt."""
+    common = 0
+    for a, b in zip(prompt, previous):
+        if a is not b and a != b:
+            break
+        common += 1
+    sizes = [tokens(m) for m in prompt]
+    return sum(sizes), sum(sizes[:common])
+
+
 def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: Price,
            label: str = "none", estimator: Estimator | None = None) -> Replay:
     """Replay ``messages`` round by round with ``rulesets`` (None: no compaction)."""
@@ -96,13 +107,8 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
     for end in round_starts(messages):
         prompt = messages[:end] if not rulesets else compact(messages[:end], list(rulesets), format=fmt).messages
         keep_alive.append(prompt)
-        common = 0
-        for a, b in zip(prompt, previous):
-            if a is not b and a != b:
-                break
-            common += 1
-        sizes = [tokens(m) for m in prompt]
-        prompts.append(sum(sizes))
-        cached.append(sum(sizes[:common]))
+        total, hit = round_tokens(prompt, previous, tokens)
+        prompts.append(total)
+        cached.append(hit)
         previous = prompt
     return Replay(label, tuple(prompts), tuple(cached), price)
