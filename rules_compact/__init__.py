@@ -1,5 +1,6 @@
 """rules-compact: declarative YAML rules that keep LLM agent conversations small."""
 
+from .compactor import Compactor
 from .engine import Result, compact
 from .errors import ConfigError, InputError, Problem, RulesCompactError
 from .hookspecs import hookimpl
@@ -8,7 +9,7 @@ from .model import RuleSet
 from .report import Decision, PassReport, Report
 
 __all__ = [
-    "compact", "load_rules", "parse_rules", "check_rules", "Result", "RuleSet", "Report", "PassReport",
+    "compact", "Compactor", "load_rules", "parse_rules", "check_rules", "Result", "RuleSet", "Report", "PassReport",
     "Decision", "RulesCompactError", "ConfigError", "InputError", "Problem", "hookimpl",
 ]
 __version__ = "0.1.0"

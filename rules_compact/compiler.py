@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import Any, Callable
 
 import jmespath
@@ -52,9 +53,7 @@ class CompileContext:
             if key in ("size", "age") and not any(b in options for b in ("gt", "gte", "lt", "lte")):
                 self.problem(join_path(path, key), f"{key} needs at least one of gt, gte, lt, lte")
             preds.append(kind.compile(options, self, join_path(path, key)))
-        if len(preds) == 1:
-            return preds[0]
-        return lambda item, view: all(p(item, view) for p in preds)
+        return reduce(_both, preds) if preds else (lambda item, view: True)
 
     def action(self, spec: Any, path: str) -> Action:
         name, options = (spec, None) if isinstance(spec, str) else next(iter(spec.items()))
@@ -188,3 +187,7 @@ def _metadata(spec: ToolSpec) -> str:
         parts.append(f"summarizer: {getattr(spec.summarize, '__module__', '?')}."
                      f"{getattr(spec.summarize, '__qualname__', '?')}")
     return ", ".join(parts)
+
+
+def _both(first: Predicate, second: Predicate) -> Predicate:
+    return lambda item, view: first(item, view) and second(item, view)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from functools import cache
+from itertools import accumulate
+from typing import Callable, Iterable, Sequence
 
 from .errors import InputError
 from .formats import FORMATS, Format, Item, detect_format, parts_text
 from .model import RuleSet, Step
 from .report import Decision, PassReport, Report
-from .view import View
+from .view import Sizes, View
 
-__all__ = ["compact", "Result", "resolve_rules"]
+__all__ = ["compact", "Result", "resolve_rules", "run_pass", "step_boundary", "Sizes"]
 
 
 @dataclass(frozen=True)
@@ -61,54 +64,58 @@ def _first_rule(ruleset: RuleSet, item: Item, view: View):
     return None
 
 
-def step_boundary(view: View, step: Step) -> int:
+def step_boundary(step: Step, sizes: Sizes) -> int:
     """How many leading messages the rules decide on: the history up to the latest boundary.
 
     A pure function of that history, so between boundaries the decided prefix, and with it the
     prompt prefix a provider caches, stays byte-identical."""
     if step.unit == "messages":
-        return len(view.messages) // step.every * step.every
+        return len(sizes.tokens) // step.every * step.every
     if step.unit == "tool_results":
-        results = [it for it in view.items if it.kind == "tool_result"]
-        reached = len(results) // step.every * step.every
-        return results[reached - 1].msg_index + 1 if reached else 0
-    limit = view.total_tokens // step.every * step.every
-    running = 0
-    for i, tokens in enumerate(view.message_tokens):
-        running += tokens
-        if running > limit:
-            return i
-    return len(view.messages)
+        reached = len(sizes.results) // step.every * step.every
+        return sizes.results[reached - 1] + 1 if reached else 0
+    limit = sum(sizes.tokens) // step.every * step.every
+    return bisect_right(list(accumulate(sizes.tokens)), limit)
 
 
-def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassReport]:
+@dataclass(frozen=True)
+class Pass:
+    """One pass's output and report, and what a later call needs to reuse its decided prefix."""
+
+    messages: list
+    report: PassReport
+    boundary: int  # messages the rules decided on
+    sizes: Sizes  # of the input
+    decided: Callable[[], tuple[Decision, ...]]  # the decisions on the decided prefix (memoised)
+
+
+def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None = None) -> Pass:
     """One rule file over ``messages``: the new list and what was decided."""
-    full = View(messages, fmt, ruleset)
-    boundary = step_boundary(full, ruleset.step) if ruleset.step else len(messages)
-    tokens = full.total_tokens  # measured once; a stepped prefix reuses the sizes
-    view = full if boundary == len(messages) else full.prefix(boundary)
-    chars = sum(full.message_chars)
+    sizes = sizes or Sizes.of(messages, fmt, ruleset)
+    boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
+    tokens, chars = sum(sizes.tokens), sum(sizes.chars)
     base = dict(ruleset=ruleset.name, source=ruleset.source, tokens_before=tokens, chars_before=chars,
                 over_budget_tokens=ruleset.over_budget_tokens, idempotent=ruleset.idempotent)
-    if not ruleset.enabled:
-        return messages, PassReport(ran=False, reason="disabled", tokens_after=tokens, chars_after=chars, **base)
     trigger = ruleset.trigger
-    decided_tokens = view.total_tokens
-    if trigger.tokens_over is not None and not decided_tokens > trigger.tokens_over:
-        return messages, PassReport(
-            ran=False, reason=f"not triggered: {decided_tokens} tokens <= {trigger.tokens_over}",
-            tokens_after=tokens, chars_after=chars, **base)
-    results = view.tool_results
-    if trigger.tool_results_over is not None and not results > trigger.tool_results_over:
-        return messages, PassReport(
-            ran=False, reason=f"not triggered: {results} tool results <= {trigger.tool_results_over}",
-            tokens_after=tokens, chars_after=chars, **base)
+    decided_tokens = sum(sizes.tokens[:boundary])
+    decided_results = bisect_left(sizes.results, boundary)
+    skip = ("disabled" if not ruleset.enabled
+            else f"not triggered: {decided_tokens} tokens <= {trigger.tokens_over}"
+            if trigger.tokens_over is not None and not decided_tokens > trigger.tokens_over
+            else f"not triggered: {decided_results} tool results <= {trigger.tool_results_over}"
+            if trigger.tool_results_over is not None and not decided_results > trigger.tool_results_over
+            else None)
+    if skip:
+        report = PassReport(ran=False, reason=skip, tokens_after=tokens, chars_after=chars, **base)
+        return Pass(messages, report, boundary, sizes, lambda: ())
 
+    full = View(messages, fmt, ruleset, sizes)
+    view = full if boundary == len(messages) else full.prefix(boundary)
     budget = ruleset.budget
     editor = _Editor(messages, view)
-    message_tokens, message_chars = list(full.message_tokens), list(full.message_chars)
+    message_tokens, message_chars = list(sizes.tokens), list(sizes.chars)
     total, cleared, removed, chars_after = tokens, 0, 0, chars
-    decisions: list[Decision] = []
+    records: list[tuple] = []  # (item, rule, saved, changed, error, note): Decisions on demand
     for item in view.items:
         rule = _first_rule(ruleset, item, view)
         error = view.is_error(item)
@@ -131,30 +138,56 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> tuple[list, PassR
                 cleared += saved
                 if touched:
                     removed += max(saved, view.item_tokens(item)) if item.kind == "tool_result" else saved
-        decisions.append(_decision(item, view, rule, saved, bool(touched), error, note))
-    for item in full.items[len(view.items):]:
-        decisions.append(_decision(item, full, None, 0, False, full.is_error(item),
-                                   "after the step boundary: left as it is"))
+        records.append((item, rule, saved, bool(touched), error, note))
 
-    out, gate = editor.out, None
+    out, gate, unapplied = editor.out, None, None
     if budget.min_cleared_tokens is not None:
         measured = removed if budget.min_cleared_counts == "removed" else cleared
         gate = "passed" if measured >= budget.min_cleared_tokens else "failed"
         if gate == "failed":
             out, total, chars_after = messages, tokens, chars
-            why = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
-                   + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
-            decisions = [_unapplied(d, why) if d.changed else d for d in decisions]
-    answered = {it.tool_call_id for it in full.items if it.kind == "tool_result"}
-    dangling = tuple(cid for it in full.items if it.dangling for cid in it.call_ids if cid not in answered)
-    reason = trigger.describe() + (f"; step every {ruleset.step.every} {ruleset.step.unit}: rules decide "
-                                   f"messages 0-{boundary - 1}" if ruleset.step else "")
-    return out, PassReport(
-        ran=True, reason=reason, tokens_after=total, chars_after=chars_after, decisions=tuple(decisions), gate=gate,
-        orphans=tuple(it.index for it in full.items if it.orphan), dangling=dangling, **base)
+            unapplied = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
+                         + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
+
+    @cache
+    def decided() -> tuple[Decision, ...]:
+        made = (_decision(view, *record) for record in records)
+        return tuple(_unapplied(d, unapplied) if d.changed else d for d in made) if unapplied else tuple(made)
+
+    changed = 0 if unapplied else sum(1 for r in records if r[3])
+    report = PassReport(ran=True, reason=_reason(ruleset, boundary), tokens_after=total, chars_after=chars_after,
+                        changed=changed, gate=gate, details=report_details(decided, full), **base)
+    return Pass(out, report, boundary, sizes, decided)
 
 
-def _decision(item: Item, view: View, rule, saved: int, changed: bool, error: bool, note: str | None) -> Decision:
+def _reason(ruleset: RuleSet, boundary: int) -> str:
+    step = ruleset.step
+    if step is None:
+        return ruleset.trigger.describe()
+    where = f"rules decide messages 0-{boundary - 1}" if boundary else "no step boundary yet: nothing decided"
+    return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}: {where}"
+
+
+def report_details(decided: Callable[[], tuple[Decision, ...]], full: View | Callable[[], View]):
+    """The report's per-item records: the decided prefix's, then the items after the boundary
+    (left as they are), with the orphans and dangling calls of the whole list."""
+
+    def details():
+        view = full if isinstance(full, View) else full()
+        prefix = decided()
+        after = tuple(_decision(view, item, None, 0, False, view.is_error(item), AFTER_BOUNDARY)
+                      for item in view.items[len(prefix):])
+        answered = {it.tool_call_id for it in view.items if it.kind == "tool_result"}
+        dangling = tuple(cid for it in view.items if it.dangling for cid in it.call_ids if cid not in answered)
+        return prefix + after, tuple(it.index for it in view.items if it.orphan), dangling
+
+    return details
+
+
+AFTER_BOUNDARY = "after the step boundary: left as it is"
+
+
+def _decision(view: View, item: Item, rule, saved: int, changed: bool, error: bool, note: str | None) -> Decision:
     before = view.item_tokens(item)
     return Decision(
         item=item.index, message=item.msg_index, block=item.block_index, role=item.role,
@@ -189,23 +222,36 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     The input is never mutated.  ``rules`` may be a RuleSet, a path or ``preset:NAME``,
     or a list of those; None means the bundled default rules.
     """
+    name, fmt = check_messages(messages, format)
+    rulesets = resolve_rules(rules)
+    current, passes = messages, []
+    for ruleset in rulesets:
+        done = run_pass(current, ruleset, fmt)
+        current = done.messages
+        passes.append(done.report)
+    return finish(messages, current, name, rulesets, passes)
+
+
+def check_messages(messages: list, format: str | None) -> tuple[str, Format]:
+    """The format's name and object; InputError for a non-list or an unknown format."""
     if not isinstance(messages, list):
         raise InputError(f"messages must be a list, got {type(messages).__name__}")
     name = format or detect_format(messages)
     fmt = FORMATS.get(name)
     if fmt is None:
         raise InputError(f"unknown format {name!r}; allowed: {', '.join(FORMATS)}")
-    passes = []
-    current = messages
-    rulesets = resolve_rules(rules)
-    for ruleset in rulesets:
-        current, report = run_pass(current, ruleset, fmt)
-        passes.append(report)
+    return name, fmt
+
+
+def finish(messages: list, current: list, format_name: str, rulesets: Sequence[RuleSet],
+           passes: list[PassReport]) -> Result:
+    """The Result of successive passes: a new list, and the final budget checks."""
+    fmt = FORMATS[format_name]
     if current is messages:
         current = list(messages)
     checks = tuple((r.name, passes[-1].tokens_after if r is rulesets[-1] else _tokens(fmt, current, r),
                     r.over_budget_tokens) for r in rulesets if r.over_budget_tokens is not None)
-    return Result(current, Report(name, tuple(passes), checks))
+    return Result(current, Report(format_name, tuple(passes), checks))
 
 
 def _tokens(fmt: Format, messages: list, ruleset: RuleSet) -> int:

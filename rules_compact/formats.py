@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 __all__ = ["Item", "Scan", "Format", "FORMATS", "detect_format"]
 
@@ -17,8 +17,7 @@ ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_t
 OPENAI_REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(NamedTuple):
     """One thing a rule decides on: a tool result or an assistant turn."""
 
     index: int
@@ -52,6 +51,7 @@ class Scan:
     user_turns: tuple[int, ...]  # message indices of user turns
     span_starts: tuple[int, ...]  # message index where each span starts
     last_assistant: int | None
+    calls: tuple[list, ...] = ()  # per message: Format.calls of it
 
 
 def _str(value: Any) -> str:
@@ -104,6 +104,10 @@ class Format:
     def is_user_turn(self, msg: Any) -> bool:
         raise NotImplementedError
 
+    def result_count(self, msg: Any) -> int:
+        """How many tool results a message holds (an assistant message holds none)."""
+        return 0 if isinstance(msg, dict) and msg.get("role") == "assistant" else len(self.results(msg))
+
     def has_thinking(self, msg: Any) -> bool:
         raise NotImplementedError
 
@@ -150,21 +154,25 @@ def _build_scan(messages: list, fmt: Format) -> Scan:
     """Shared scan: link results to calls, number spans, find user turns."""
     call_at: dict[str, tuple[dict, int, str | None]] = {}
     answered: set[str] = set()
+    found = []  # per message: (role, calls, results)
     for i, msg in enumerate(messages):
-        for call_id, name, call in fmt.calls(msg):
-            call_at.setdefault(call_id, (call, i, name))
-        for call_id, *_ in fmt.results(msg):
-            if call_id is not None:
-                answered.add(call_id)
+        role = msg.get("role") if isinstance(msg, dict) else None
+        calls = fmt.calls(msg)
+        results = fmt.results(msg)
+        for call_id, name, call in calls:
+            if call_id not in call_at:
+                call_at[call_id] = (call, i, name)
+        for result in results:
+            if result[0] is not None:
+                answered.add(result[0])
+        found.append((role, calls, results))  # an assistant message's results are not items
     items: list[Item] = []
     user_turns: list[int] = []
     span_starts: list[int] = []
     span: int | None = None
     last_assistant = None
-    for i, msg in enumerate(messages):
-        role = msg.get("role") if isinstance(msg, dict) else None
-        calls = fmt.calls(msg)
-        results = fmt.results(msg)
+    missing = (None, None, None)
+    for i, (role, calls, results) in enumerate(found):
         if role == "assistant":
             last_assistant = i
             if calls:
@@ -173,25 +181,20 @@ def _build_scan(messages: list, fmt: Format) -> Scan:
             else:
                 span = None
             ids = tuple(c[0] for c in calls)
-            items.append(Item(
-                index=len(items), kind="assistant", msg_index=i, block_index=None, tool_name=None,
-                tool_call_id=None, call=None, call_msg_index=None,
-                call_names=tuple(c[1] or "" for c in calls), call_ids=ids,
-                text=fmt.assistant_text(msg), is_error=False, orphan=False,
-                dangling=any(c not in answered for c in ids), span=span, has_thinking=fmt.has_thinking(msg)))
+            msg = messages[i]
+            items.append(Item(len(items), "assistant", i, None, None, None, None, None,
+                              tuple(c[1] or "" for c in calls), ids, fmt.assistant_text(msg), False, False,
+                              not answered.issuperset(ids), span, None, fmt.has_thinking(msg)))
             continue
         if not results:
             span = None
         for call_id, block_index, is_error, text in results:
-            call, call_msg, name = call_at.get(call_id, (None, None, None)) if call_id is not None else (None, None, None)
-            items.append(Item(
-                index=len(items), kind="tool_result", msg_index=i, block_index=block_index,
-                tool_name=name, tool_call_id=call_id, call=call, call_msg_index=call_msg,
-                call_names=(), call_ids=(), text=text, is_error=is_error, orphan=call is None,
-                dangling=False, span=span, prev_assistant=last_assistant))
-        if fmt.is_user_turn(msg):
+            call, call_msg, name = call_at.get(call_id, missing) if call_id is not None else missing
+            items.append(Item(len(items), "tool_result", i, block_index, name, call_id, call, call_msg, (), (),
+                              text, is_error, call is None, False, span, last_assistant))
+        if role == "user" and fmt.is_user_turn(messages[i]):
             user_turns.append(i)
-    return Scan(tuple(items), tuple(user_turns), tuple(span_starts), last_assistant)
+    return Scan(tuple(items), tuple(user_turns), tuple(span_starts), last_assistant, tuple(f[1] for f in found))
 
 
 class OpenAIFormat(Format):
@@ -201,13 +204,15 @@ class OpenAIFormat(Format):
 
     @staticmethod
     def calls(msg: Any) -> list[tuple[str, str | None, dict]]:
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+        if not isinstance(msg, dict) or msg.get("role") != "assistant" or not msg.get("tool_calls"):
             return []
         out = []
-        for call in _dicts(msg.get("tool_calls")):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            if isinstance(call.get("id"), str):
-                out.append((call["id"], fn.get("name") if isinstance(fn.get("name"), str) else None, call))
+        for call in _dicts(msg["tool_calls"]):
+            call_id = call.get("id")
+            if isinstance(call_id, str):
+                fn = call.get("function")
+                name = fn.get("name") if isinstance(fn, dict) else None
+                out.append((call_id, name if isinstance(name, str) else None, call))
         return out
 
     @staticmethod
@@ -219,22 +224,25 @@ class OpenAIFormat(Format):
                  parts_text(msg.get("content")))]
 
     @staticmethod
+    def result_count(msg: Any) -> int:
+        return 1 if isinstance(msg, dict) and msg.get("role") == "tool" else 0
+
+    @staticmethod
     def is_user_turn(msg: Any) -> bool:
         return isinstance(msg, dict) and msg.get("role") == "user" and bool(parts_text(msg.get("content")).strip())
 
     def has_thinking(self, msg: Any) -> bool:
         return isinstance(msg, dict) and any(_str(msg.get(f)) for f in OPENAI_REASONING_FIELDS)
 
-    def message_pieces(self, msg: Any) -> Iterable[str]:
+    def message_pieces(self, msg: Any) -> list[str]:
         if not isinstance(msg, dict):
-            return
-        yield parts_text(msg.get("content"))
-        for field in OPENAI_REASONING_FIELDS:
-            yield _str(msg.get(field))
+            return []
+        pieces = [parts_text(msg.get("content"))]
+        pieces += [_str(msg.get(field)) for field in OPENAI_REASONING_FIELDS]
         for _, name, call in self.calls(msg):
-            yield name or ""
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            yield dumps_args(fn.get("arguments", ""))
+            fn = call.get("function")
+            pieces += (name or "", dumps_args(fn.get("arguments", "") if isinstance(fn, dict) else ""))
+        return pieces
 
     def result_content(self, msg: dict, item: Item) -> Any:
         return msg.get("content")

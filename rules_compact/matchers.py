@@ -64,9 +64,17 @@ def _role(value, ctx, path):
 
 def _tool(value, ctx, path):
     patterns = tuple([value] if isinstance(value, str) else value)
+    seen: dict[str, bool] = {}  # tool names are few: match each once
 
     def hit(name: str | None) -> bool:
-        return name is not None and any(fnmatchcase(name, p) for p in patterns)
+        if name is None:
+            return False
+        found = seen.get(name)
+        if found is None:
+            found = any(fnmatchcase(name, p) for p in patterns)
+            if len(seen) < 4096:
+                seen[name] = found
+        return found
 
     def tool(item: Item, view: View) -> bool:
         if item.kind == "assistant":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
+from typing import Callable
 
 __all__ = ["Decision", "PassReport", "Report"]
 
@@ -34,9 +36,15 @@ class Decision:
         return self.tokens_before - self.tokens_after
 
 
+Details = tuple[tuple[Decision, ...], tuple[int, ...], tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class PassReport:
-    """One rule file's pass over the conversation."""
+    """One rule file's pass over the conversation.
+
+    ``decisions``, ``orphans`` and ``dangling`` are built on first access: an agent loop that
+    only reads the totals does not pay for a record per item."""
 
     ruleset: str
     source: str
@@ -46,16 +54,29 @@ class PassReport:
     tokens_after: int
     chars_before: int
     chars_after: int
-    decisions: tuple[Decision, ...] = ()
+    changed: int = 0  # items whose message an action changed
     gate: str | None = None
-    orphans: tuple[int, ...] = ()
-    dangling: tuple[str, ...] = ()
     over_budget_tokens: int | None = None
     idempotent: bool = True
+    details: Callable[[], Details] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _details(self) -> Details:
+        return self.details() if self.details is not None else ((), (), ())
 
     @property
-    def changed(self) -> int:
-        return sum(1 for d in self.decisions if d.changed)
+    def decisions(self) -> tuple[Decision, ...]:
+        return self._details[0]
+
+    @property
+    def orphans(self) -> tuple[int, ...]:
+        """Item indices of results that answer no call."""
+        return self._details[1]
+
+    @property
+    def dangling(self) -> tuple[str, ...]:
+        """Ids of calls that no result answers."""
+        return self._details[2]
 
     @property
     def over_budget(self) -> bool:
@@ -67,6 +88,12 @@ class PassReport:
             if d.changed and d.rule:
                 out[d.rule] = out.get(d.rule, 0) + d.saved
         return out
+
+    def to_dict(self) -> dict:
+        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"},
+                "orphans": list(self.orphans), "dangling": list(self.dangling),
+                "over_budget": self.over_budget, "saved_by_rule": self.saved_by_rule(),
+                "decisions": [{**asdict(d), "saved": d.saved} for d in self.decisions]}
 
 
 @dataclass(frozen=True)
@@ -114,10 +141,5 @@ class Report:
             "over_budget": self.over_budget,
             "budget_checks": [{"ruleset": n, "tokens": t, "over_budget_tokens": lim}
                               for n, t, lim in self.budget_checks],
-            "passes": [
-                {**{k: v for k, v in asdict(p).items() if k != "decisions"},
-                 "changed": p.changed, "over_budget": p.over_budget, "saved_by_rule": p.saved_by_rule(),
-                 "decisions": [{**asdict(d), "saved": d.saved} for d in p.decisions]}
-                for p in self.passes
-            ],
+            "passes": [p.to_dict() for p in self.passes],
         }

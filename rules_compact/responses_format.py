@@ -212,8 +212,9 @@ class ResponsesFormat(Format):
     def scan(self, messages: list) -> Scan:
         call_at: dict[str, tuple[dict, int, str | None]] = {}
         answered: set[str] = set()
+        calls_of = tuple(self.calls(msg) for msg in messages)
         for i, msg in enumerate(messages):
-            for call_id, name, call in self.calls(msg):
+            for call_id, name, call in calls_of[i]:
                 call_at.setdefault(call_id, (call, i, name))
             for call_id, *_ in self.results(msg):
                 if call_id is not None:
@@ -264,7 +265,7 @@ class ResponsesFormat(Format):
             if self.is_user_turn(msg):
                 user_turns.append(i)
         return Scan(tuple(items), tuple(user_turns), tuple(span_starts),
-                    last_turn.anchor if last_turn is not None else None)
+                    last_turn.anchor if last_turn is not None else None, calls_of)
 
     # -- edits -------------------------------------------------------------------
     def result_content(self, msg: dict, item: Item) -> Any:

@@ -59,6 +59,8 @@ class Template:
     def recognises(self, text: str, values: dict[str, Any]) -> bool:
         """Whether ``text`` is this template's output for an item with these ``values``:
         the same ``tool_name`` and ``tool_call_id``, any sizes."""
+        if not self.matches_any(text):  # the common case, without compiling a pattern
+            return False
         regex = []
         for literal, field, spec, _ in string.Formatter().parse(self.text):
             regex.append(escape(literal))

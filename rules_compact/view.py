@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -17,26 +19,68 @@ if TYPE_CHECKING:
 Predicate = Callable[[Item, "View"], bool]
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """Per message, before a pass: estimated tokens and characters; and the message index of
+    every tool result, in order."""
+
+    tokens: list[int]
+    chars: list[int]
+    results: list[int]
+
+    @classmethod
+    def of(cls, messages: list, fmt: Format, ruleset: RuleSet) -> Sizes:
+        estimate, pieces_of, count = ruleset.estimator, fmt.message_pieces, fmt.result_count
+        tokens, chars, results = [], [], []
+        for i, msg in enumerate(messages):
+            pieces = list(pieces_of(msg))
+            tokens.append(estimate.of_message(msg, pieces))
+            chars.append(sum(map(len, pieces)))
+            results.extend([i] * count(msg))
+        return cls(tokens, chars, results)
+
+    def __add__(self, other: Sizes) -> Sizes:
+        """The sizes of two consecutive runs of messages (``other``'s indices are shifted)."""
+        offset = len(self.tokens)
+        return Sizes(self.tokens + other.tokens, self.chars + other.chars,
+                     self.results + [i + offset for i in other.results])
+
+
 class View:
     """Items, spans, user turns, token estimates and memoised ages of a message list."""
 
-    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet):
+    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet, sizes: Sizes | None = None):
         self.messages = messages
         self.fmt = fmt
         self.ruleset = ruleset
         self.estimate = ruleset.estimator
-        scan = fmt.scan(messages)
-        self.items = scan.items
-        self.user_turns = scan.user_turns
-        self.span_starts = scan.span_starts
-        self.last_assistant = scan.last_assistant
         self._ages: dict[tuple, list[int]] = {}
         self._memo: dict[tuple, Any] = {}
         self._item_tokens: dict[int, int] = {}
-        self._message_tokens: list[int] | None = None
-        self._message_chars: list[int] | None = None
+        self._message_tokens: list[int] | None = sizes.tokens if sizes else None
+        self._message_chars: list[int] | None = sizes.chars if sizes else None
         self._errors: dict[int, bool] = {}
         self._roots: dict[int, dict] = {}
+
+    @cached_property
+    def _scan(self):
+        return self.fmt.scan(self.messages)
+
+    @property
+    def items(self) -> tuple[Item, ...]:
+        return self._scan.items
+
+    @property
+    def user_turns(self) -> tuple[int, ...]:
+        return self._scan.user_turns
+
+    @property
+    def span_starts(self) -> tuple[int, ...]:
+        return self._scan.span_starts
+
+    @property
+    def last_assistant(self) -> int | None:
+        return self._scan.last_assistant
 
     def prefix(self, count: int) -> View:
         """The view of the first ``count`` messages, reusing their measured sizes."""
@@ -128,13 +172,14 @@ class View:
     def turn_calls(self, item: Item) -> list[tuple[int, str | None, dict]]:
         """An assistant turn's calls as ``(message index, tool name, raw call)``: in its own
         message (OpenAI, Anthropic), or in items of their own (Responses)."""
+        calls_of = self._scan.calls
         calls = self._memo.get(("calls",))
         if calls is None:
             calls = self._memo[("calls",)] = {}
-            for i, msg in enumerate(self.messages):
-                for cid, name, call in self.fmt.calls(msg):
+            for i, message_calls in enumerate(calls_of):
+                for cid, name, call in message_calls:
                     calls.setdefault(cid, (i, name, call))
-        own = self.fmt.calls(self.messages[item.msg_index])
+        own = calls_of[item.msg_index]
         own_ids = {cid for cid, _, _ in own}
         return ([(item.msg_index, name, call) for _, name, call in own]
                 + [calls[cid] for cid in item.call_ids if cid not in own_ids and cid in calls])

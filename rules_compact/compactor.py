@@ -1,0 +1,133 @@
+"""Compaction inside an agent loop: reuse what the previous call decided while it still holds."""
+
+from __future__ import annotations
+
+import operator
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from .engine import Pass, Result, check_messages, finish, report_details, resolve_rules, run_pass, step_boundary
+from .formats import Format
+from .model import RuleSet
+from .report import PassReport
+from .view import Sizes, View
+
+__all__ = ["Compactor"]
+
+
+class Compactor:
+    """``compact`` for successive versions of one conversation, as an agent loop sends them.
+
+    Each round the history comes back with a few messages appended.  A rule set with a
+    ``step`` decides only on the history up to its latest step boundary, so between boundaries
+    that part of the output equals the previous round's: the Compactor hands it back without
+    evaluating the rules, and only measures what follows.  A pass without a step decides on the
+    whole history, so it is reused only for an identical call (a retry).  The result is always
+    the one ``compact(messages, rules)`` gives.
+
+    Reuse needs the decided messages to be the very objects of the previous call and, with
+    ``verify=True`` (the default), equal to a copy of their dicts and lists taken then, so an
+    edit made in place to an earlier message is noticed and everything is decided anew.
+    ``verify=False`` checks identity only: for loops that never edit a message once sent.
+    The returned messages that a rule changed are shared between calls: treat them as
+    read-only, as you would the unchanged messages the output shares with your input.
+    """
+
+    def __init__(self, rules: RuleSet | str | os.PathLike | Sequence | None = None,
+                 format: str | None = None, verify: bool = True):
+        self.rulesets = resolve_rules(rules)
+        self.format = format
+        self.verify = verify
+        self._memos: list[_Memo | None] = [None] * len(self.rulesets)
+
+    def __call__(self, messages: list) -> Result:
+        name, fmt = check_messages(messages, self.format)
+        current, passes = messages, []
+        for index, ruleset in enumerate(self.rulesets):
+            done = self._pass(index, current, ruleset, fmt)
+            current = done.messages
+            passes.append(done.report)
+        return finish(messages, current, name, self.rulesets, passes)
+
+    def reset(self) -> None:
+        """Forget the previous call (and release the messages it holds)."""
+        self._memos = [None] * len(self.rulesets)
+
+    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
+        memo = self._memos[index]
+        if memo is None or memo.fmt is not fmt or not memo.holds_for(messages, self.verify):
+            memo, done = None, run_pass(messages, ruleset, fmt)
+        else:
+            sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset)
+            boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
+            budget_moved = ruleset.budget.stop_at_tokens is not None and sum(sizes.tokens) != memo.total
+            if boundary == memo.boundary and not budget_moved:
+                return memo.reuse(messages, sizes, ruleset)
+            done = run_pass(messages, ruleset, fmt, sizes)
+        self._memos[index] = _Memo.of(done, messages, fmt, memo if self.verify else None, self.verify)
+        return done
+
+
+def _copy(value):
+    """A copy of the dicts and lists in ``value``; everything else is shared."""
+    if isinstance(value, dict):
+        return {k: v if type(v) in _ATOMS else _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if type(v) in _ATOMS else _copy(v) for v in value]
+    return value
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+@dataclass(frozen=True)
+class _Memo:
+    """A pass's decided prefix: its input messages (and a copy), its output, its report."""
+
+    fmt: Format
+    boundary: int
+    inputs: list
+    snapshot: list | None
+    outputs: list
+    sizes: Sizes  # of the inputs
+    total: int  # tokens of the whole input (a stop_at_tokens budget depends on it)
+    report: PassReport
+    done: Pass
+
+    @classmethod
+    def of(cls, done: Pass, messages: list, fmt: Format, verified: _Memo | None, verify: bool) -> _Memo:
+        boundary = done.boundary
+        inputs = messages[:boundary]
+        snapshot = None
+        if verify:
+            kept = verified.snapshot if verified is not None and verified.boundary <= boundary else []
+            snapshot = kept + [_copy(m) for m in inputs[len(kept):]]
+        sizes = Sizes(done.sizes.tokens[:boundary], done.sizes.chars[:boundary],
+                      [i for i in done.sizes.results if i < boundary])
+        return cls(fmt, boundary, inputs, snapshot, done.messages[:boundary], sizes,
+                   sum(done.sizes.tokens), done.report, done)
+
+    def holds_for(self, messages: list, verify: bool) -> bool:
+        """Whether ``messages`` starts with the remembered inputs, unchanged."""
+        if len(messages) < self.boundary or not all(map(operator.is_, messages, self.inputs)):
+            return False
+        return not verify or messages[:self.boundary] == self.snapshot
+
+    def reuse(self, messages: list, sizes: Sizes, ruleset: RuleSet) -> Pass:
+        """The remembered pass, with the messages after the boundary appended as they are."""
+        tail_tokens, tail_chars = sum(sizes.tokens[self.boundary:]), sum(sizes.chars[self.boundary:])
+        prefix_tokens, prefix_chars = sum(self.sizes.tokens), sum(self.sizes.chars)
+        old = self.report
+        old_tail_tokens = sum(self.done.sizes.tokens[self.boundary:])
+        old_tail_chars = sum(self.done.sizes.chars[self.boundary:])
+        fmt = self.fmt
+        report = PassReport(
+            ruleset=old.ruleset, source=old.source, ran=old.ran, reason=old.reason,
+            tokens_before=prefix_tokens + tail_tokens, chars_before=prefix_chars + tail_chars,
+            tokens_after=old.tokens_after - old_tail_tokens + tail_tokens,
+            chars_after=old.chars_after - old_tail_chars + tail_chars,
+            changed=old.changed, gate=old.gate, over_budget_tokens=old.over_budget_tokens,
+            idempotent=old.idempotent,
+            details=report_details(self.done.decided, lambda: View(messages, fmt, ruleset, sizes)) if old.ran else None)
+        return Pass(self.outputs + messages[self.boundary:], report, self.boundary, sizes, self.done.decided)
