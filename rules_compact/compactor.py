@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from .engine import Pass, Result, check_messages, finish, report_details, resolve_rules, run_pass, step_boundary
 from .formats import Format
@@ -41,8 +41,9 @@ class Compactor:
         self.verify = verify
         self._memos: list[_Memo | None] = [None] * len(self.rulesets)
 
-    def __call__(self, messages: list) -> Result:
-        name, fmt = check_messages(messages, self.format)
+    def __call__(self, messages: list, format: str | None = None) -> Result:
+        """Compact ``messages`` (in ``format``, else the Compactor's, else detected)."""
+        name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
         for index, ruleset in enumerate(self.rulesets):
             done = self._pass(index, current, ruleset, fmt)
@@ -56,16 +57,23 @@ class Compactor:
 
     def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
         memo = self._memos[index]
-        if memo is None or memo.fmt is not fmt or not memo.holds_for(messages, self.verify):
-            memo, done = None, run_pass(messages, ruleset, fmt)
+        count = memo.verified(messages, self.verify) if memo is not None and memo.fmt is fmt else None
+        if count is None:
+            done = run_pass(messages, ruleset, fmt)
         else:
-            sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset)
-            boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
-            budget_moved = ruleset.budget.stop_at_tokens is not None and sum(sizes.tokens) != memo.total
-            if boundary == memo.boundary and not budget_moved:
-                return memo.reuse(messages, sizes, ruleset)
-            done = run_pass(messages, ruleset, fmt, sizes)
-        self._memos[index] = _Memo.of(done, messages, fmt, memo if self.verify else None, self.verify)
+            sizes = memo.sizes.head(count) + Sizes.of(messages[count:], fmt, ruleset)
+            if count == memo.boundary:
+                boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
+                budget_moved = ruleset.budget.stop_at_tokens is not None and sum(sizes.tokens) != memo.total
+                if boundary == memo.boundary and not budget_moved:
+                    return memo.reuse(messages, sizes, ruleset)
+            resume = memo.done.resume
+            done = run_pass(messages, ruleset, fmt, sizes, resume if resume and resume.start <= count else None)
+        # Copies are taken from the second call of a conversation on (its first message is the
+        # same object), so callers that build new messages on every call pay nothing for them.
+        same_conversation = memo is not None and bool(messages) and memo.first is messages[0]
+        kept = memo.snapshot[:count] if count and memo.snapshot is not None else []
+        self._memos[index] = _Memo.of(done, messages, fmt, kept, self.verify and same_conversation)
         return done
 
 
@@ -94,25 +102,29 @@ class _Memo:
     total: int  # tokens of the whole input (a stop_at_tokens budget depends on it)
     report: PassReport
     done: Pass
+    first: Any  # the first message of the call (to tell a conversation's later calls)
 
     @classmethod
-    def of(cls, done: Pass, messages: list, fmt: Format, verified: _Memo | None, verify: bool) -> _Memo:
+    def of(cls, done: Pass, messages: list, fmt: Format, kept: list, copy: bool) -> _Memo:
+        """``kept``: copies of the leading messages, verified unchanged since they were taken;
+        ``copy``: whether to copy the rest (without copies, only identity can be checked)."""
         boundary = done.boundary
         inputs = messages[:boundary]
-        snapshot = None
-        if verify:
-            kept = verified.snapshot if verified is not None and verified.boundary <= boundary else []
-            snapshot = kept + [_copy(m) for m in inputs[len(kept):]]
-        sizes = Sizes(done.sizes.tokens[:boundary], done.sizes.chars[:boundary],
-                      [i for i in done.sizes.results if i < boundary])
-        return cls(fmt, boundary, inputs, snapshot, done.messages[:boundary], sizes,
-                   sum(done.sizes.tokens), done.report, done)
+        snapshot = kept[:boundary] + [_copy(m) for m in inputs[len(kept):]] if copy else None
+        return cls(fmt, boundary, inputs, snapshot, done.messages[:boundary], done.sizes.head(boundary),
+                   sum(done.sizes.tokens), done.report, done, messages[0] if messages else None)
 
-    def holds_for(self, messages: list, verify: bool) -> bool:
-        """Whether ``messages`` starts with the remembered inputs, unchanged."""
-        if len(messages) < self.boundary or not all(map(operator.is_, messages, self.inputs)):
-            return False
-        return not verify or messages[:self.boundary] == self.snapshot
+    def verified(self, messages: list, verify: bool) -> int | None:
+        """How many leading messages are the remembered ones, unchanged: all the decided ones,
+        or those the pass can resume after; None if neither."""
+        if verify and self.snapshot is None:
+            return None
+        resume = self.done.resume
+        for count in (self.boundary, resume.start if resume else None):
+            if count is not None and len(messages) >= count and all(map(operator.is_, messages[:count], self.inputs)) \
+                    and (not verify or messages[:count] == self.snapshot[:count]):
+                return count
+        return None
 
     def reuse(self, messages: list, sizes: Sizes, ruleset: RuleSet) -> Pass:
         """The remembered pass, with the messages after the boundary appended as they are."""

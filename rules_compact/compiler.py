@@ -8,12 +8,12 @@ from typing import Any, Callable
 import jmespath
 import jmespath.exceptions
 
-from .actions import Action, ActionKind
+from .actions import BUILTIN_ACTIONS, Action, ActionKind
 from .errors import Problem
 from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
-from .matchers import MatcherKind
+from .matchers import BUILTIN_MATCHERS, MatcherKind
 from .regexes import RegexError, compile_regex
-from .model import Budget, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
+from .model import Budget, Finality, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .view import Predicate
 from .yamlsource import Marks, join_path, locate
@@ -35,6 +35,12 @@ class CompileContext:
         self.estimators = estimators
         self.problems: list[Problem] = []
         self.patterns: list[Callable[[str], bool]] = []  # what ``compacted`` recognises
+        # for Finality: the kinds compiled, age keys and their saturation, superseded keys, and
+        # specs whose value must be settled by the item alone (an age's ``among``)
+        self.kinds_used: dict[int, MatcherKind | ActionKind] = {}  # by identity
+        self.ages: dict[tuple, int] = {}
+        self.superseded_keys: list = []
+        self.static_specs: list = []
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -52,11 +58,13 @@ class CompileContext:
                 continue
             if key in ("size", "age") and not any(b in options for b in ("gt", "gte", "lt", "lte")):
                 self.problem(join_path(path, key), f"{key} needs at least one of gt, gte, lt, lte")
+            self.kinds_used[id(kind)] = kind
             preds.append(kind.compile(options, self, join_path(path, key)))
         return reduce(_both, preds) if preds else (lambda item, view: True)
 
     def action(self, spec: Any, path: str) -> Action:
         name, options = (spec, None) if isinstance(spec, str) else next(iter(spec.items()))
+        self.kinds_used[id(self.actions[name])] = self.actions[name]
         return self.actions[name].compile(options, self, path if isinstance(spec, str) else join_path(path, name))
 
     def regex(self, pattern: str, path: str, ignore_case: bool = False):
@@ -160,7 +168,47 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
         error_when=error_when, rules=tuple(rules),
         compacted_patterns=tuple(patterns), source=source,
+        finality=_finality([ctx] + [c for _, c, _ in entries if c is not ctx], data),
     )
+
+
+RESUMABLE_ACTIONS = ("keep", "placeholder", "truncate", "strip-text", "cache-breakpoint")  # edit the item's message
+STATIC_MATCHERS = ("all", "any", "not", "role", "tool", "compactable", "size", "has_tool_calls", "has_thinking",
+                   "in_span", "call_in_previous_assistant", "compacted", "text")  # settled by the item and before
+
+
+def _finality(contexts: list[CompileContext], data: dict) -> Finality | None:
+    """What makes a decision final (see Finality), or None when a later message can always
+    change one: budgets, actions that edit other messages, plugin kinds, an ``among`` or an
+    ``error_when`` that is not settled by the item itself."""
+    if set(data.get("budget", {})) - {"min_cleared_counts"}:
+        return None
+    builtin = {id(k) for k in BUILTIN_MATCHERS.values()} | {id(BUILTIN_ACTIONS[a]) for a in RESUMABLE_ACTIONS}
+    if any(kind not in builtin for c in contexts for kind in c.kinds_used):
+        return None
+    static = [s for c in contexts for s in c.static_specs] + [data.get("error_when") or {}]
+    if any(not _spec_kinds(s) <= set(STATIC_MATCHERS) for s in static):
+        return None
+    ages: dict[tuple, int] = {}
+    for c in contexts:
+        for key, saturation in c.ages.items():
+            ages[key] = max(saturation, ages.get(key, 0))
+    superseded = tuple({id(k): k for c in contexts for k in c.superseded_keys}.values())
+    in_tail = any(id(BUILTIN_MATCHERS["in_tail"]) in c.kinds_used for c in contexts)
+    return Finality(tuple(ages.items()), superseded, in_tail)
+
+
+def _spec_kinds(spec: Any) -> set[str]:
+    """The matcher kinds a raw spec names, at any depth."""
+    if isinstance(spec, list):
+        return set().union(*map(_spec_kinds, spec)) if spec else set()
+    if not isinstance(spec, dict):
+        return set()
+    kinds = set(spec)
+    for key in ("all", "any", "not"):
+        if key in spec:
+            kinds |= _spec_kinds(spec[key])
+    return kinds
 
 
 def registry_context(file: str, marks: Marks, reg) -> CompileContext:

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Sequence
 
 from .errors import InputError
 from .formats import FORMATS, Format, Item, detect_format, parts_text
-from .model import RuleSet, Step
+from .model import Finality, RuleSet, Step
 from .report import Decision, PassReport, Report
 from .view import Sizes, View
 
@@ -79,18 +79,38 @@ def step_boundary(step: Step, sizes: Sizes) -> int:
 
 
 @dataclass(frozen=True)
+class Resume:
+    """The final part of a pass's decided messages: ``messages[:start]``, whose decisions no
+    appended message can change (see ``RuleSet.finality``), and what the pass made of them."""
+
+    start: int
+    outputs: list  # the pass's output for messages[:start]
+    records: list  # (rule, saved, changed, error, note) for each of their items
+    saved_tokens: int
+    saved_chars: int
+    call_ids: frozenset  # of the calls in them
+    answered: frozenset  # call ids their results answer
+    user_turn: bool  # they hold a user turn
+
+
+@dataclass(frozen=True)
 class Pass:
-    """One pass's output and report, and what a later call needs to reuse its decided prefix."""
+    """One pass's output and report, and what a later call needs to reuse its decisions."""
 
     messages: list
     report: PassReport
     boundary: int  # messages the rules decided on
     sizes: Sizes  # of the input
     decided: Callable[[], tuple[Decision, ...]]  # the decisions on the decided prefix (memoised)
+    resume: Resume | None = None  # for the same messages with more appended
 
 
-def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None = None) -> Pass:
-    """One rule file over ``messages``: the new list and what was decided."""
+def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None = None,
+             resume: Resume | None = None) -> Pass:
+    """One rule file over ``messages``: the new list and what was decided.
+
+    With ``resume`` (from a pass of the same rule set over a shorter version of ``messages``
+    that ``messages`` extends), the rules are evaluated only after ``resume.start``."""
     sizes = sizes or Sizes.of(messages, fmt, ruleset)
     boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
     tokens, chars = sum(sizes.tokens), sum(sizes.chars)
@@ -109,13 +129,21 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
         report = PassReport(ran=False, reason=skip, tokens_after=tokens, chars_after=chars, **base)
         return Pass(messages, report, boundary, sizes, lambda: ())
 
+    start = resume.start if resume is not None and resume.start <= boundary else 0
     full = View(messages, fmt, ruleset, sizes)
-    view = full if boundary == len(messages) else full.prefix(boundary)
+    region = Sizes(sizes.tokens[start:boundary], sizes.chars[start:boundary], [])
+    view = full if boundary == len(messages) and not start else View(
+        messages[start:boundary], fmt, ruleset, region, offset=start,
+        user_turn_before=bool(start) and resume.user_turn)
+    if start and _crosses(view, resume):
+        return run_pass(messages, ruleset, fmt, sizes)
     budget = ruleset.budget
-    editor = _Editor(messages, view)
-    message_tokens, message_chars = list(sizes.tokens), list(sizes.chars)
-    total, cleared, removed, chars_after = tokens, 0, 0, chars
-    records: list[tuple] = []  # (item, rule, saved, changed, error, note): Decisions on demand
+    editor = _Editor(view.messages, view)
+    message_tokens, message_chars = list(region.tokens), list(region.chars)  # after the actions so far
+    total = tokens - (resume.saved_tokens if start else 0)
+    chars_after = chars - (resume.saved_chars if start else 0)
+    cleared = removed = 0
+    records: list[tuple] = list(resume.records) if start else []  # Decisions are made on demand
     for item in view.items:
         rule = _first_rule(ruleset, item, view)
         error = view.is_error(item)
@@ -138,9 +166,10 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
                 cleared += saved
                 if touched:
                     removed += max(saved, view.item_tokens(item)) if item.kind == "tool_result" else saved
-        records.append((item, rule, saved, bool(touched), error, note))
+        records.append((rule, saved, bool(touched), error, note))
 
-    out, gate, unapplied = editor.out, None, None
+    out = (resume.outputs + editor.out if start else editor.out) + messages[boundary:]
+    gate = unapplied = None
     if budget.min_cleared_tokens is not None:
         measured = removed if budget.min_cleared_counts == "removed" else cleared
         gate = "passed" if measured >= budget.min_cleared_tokens else "failed"
@@ -151,13 +180,58 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
 
     @cache
     def decided() -> tuple[Decision, ...]:
-        made = (_decision(view, *record) for record in records)
+        decided_view = view if not start else full if boundary == len(messages) else full.prefix(boundary)
+        made = (_decision(decided_view, item, *record) for item, record in zip(decided_view.items, records))
         return tuple(_unapplied(d, unapplied) if d.changed else d for d in made) if unapplied else tuple(made)
 
-    changed = 0 if unapplied else sum(1 for r in records if r[3])
+    changed = 0 if unapplied else sum(1 for r in records if r[2])
     report = PassReport(ran=True, reason=_reason(ruleset, boundary), tokens_after=total, chars_after=chars_after,
                         changed=changed, gate=gate, details=report_details(decided, full), **base)
-    return Pass(out, report, boundary, sizes, decided)
+    follow = None
+    if ruleset.finality is not None and fmt.resumable and not unapplied:
+        follow = _follow(view, ruleset.finality, resume if start else None, editor.out, records,
+                         sizes, message_tokens, message_chars)
+    return Pass(out, report, boundary, sizes, decided, follow)
+
+
+def _crosses(view: View, resume: Resume) -> bool:
+    """Whether items after ``resume.start`` link to calls or results before it (the rules
+    could then decide differently than on the whole list)."""
+    for item in view.items:
+        if item.kind == "tool_result":
+            if item.tool_call_id in resume.call_ids:
+                return True
+        elif not resume.call_ids.isdisjoint(item.call_ids) or not resume.answered.isdisjoint(item.call_ids):
+            return True
+    return False
+
+
+def _follow(view: View, finality: Finality, resume: Resume | None, outputs: list, records: list,
+            sizes: Sizes, tokens_after: list[int], chars_after: list[int]) -> Resume:
+    """The Resume for the next call: extended over the leading items now final."""
+    items = view.items
+    first = next((it for it in items if not finality.final(it, view)), None)
+    if first is None:
+        cut = len(view.messages)
+    else:
+        cut = view.span_starts[first.span] if first.span is not None else first.msg_index
+    done = [it for it in items if it.msg_index < cut]
+    offset = view.offset
+    before = resume.records if resume else []
+    return Resume(
+        start=offset + cut,
+        outputs=(resume.outputs if resume else []) + outputs[:cut],
+        records=records[:len(before) + len(done)],
+        saved_tokens=(resume.saved_tokens if resume else 0)
+        + sum(sizes.tokens[offset:offset + cut]) - sum(tokens_after[:cut]),
+        saved_chars=(resume.saved_chars if resume else 0)
+        + sum(sizes.chars[offset:offset + cut]) - sum(chars_after[:cut]),
+        call_ids=(resume.call_ids if resume else frozenset()).union(
+            *(it.call_ids for it in done if it.kind == "assistant")),
+        answered=(resume.answered if resume else frozenset()).union(
+            it.tool_call_id for it in done if it.kind == "tool_result" and it.tool_call_id is not None),
+        user_turn=(resume.user_turn if resume else False) or any(u < cut for u in view.user_turns),
+    )
 
 
 def _reason(ruleset: RuleSet, boundary: int) -> str:

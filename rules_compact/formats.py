@@ -92,6 +92,7 @@ class Format:
     """Base of the built-in formats; subclasses fill in the format-specific parts."""
 
     name = ""
+    resumable = True  # items are found message by message (see engine.Resume)
 
     def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
         """``(id, name, raw call)`` for each tool call of an assistant message."""

@@ -114,7 +114,16 @@ def _age(options, ctx, path):
                     f"not {unit!r}")
     include_self = options.get("include_self", False)
     check = compare(options)
-    return lambda item, view: check(view.age(item, unit, among, include_self))
+    key = (unit, among, include_self)
+    ctx.ages[key] = max(saturation(options), ctx.ages.get(key, 0))
+    if among is not None:
+        ctx.static_specs.append(options["among"])
+    return lambda item, view: check(view.age(item, *key))
+
+
+def saturation(options: dict) -> int:
+    """The least value from which every bound in ``options`` compares the same forever."""
+    return max(((b + 1 if k in ("gt", "lte") else b) for k, b in options.items() if k in COMPARATORS), default=0)
 
 
 def _in_tail(value, ctx, path):
@@ -140,6 +149,7 @@ def _dangling(value, ctx, path):
 def _superseded(value, ctx, path):
     key = ctx.jmespath(value["key"], f"{path}.key") if isinstance(value, dict) and "key" in value else None
     wanted = value if isinstance(value, bool) else True
+    ctx.superseded_keys.append(key)
 
     def superseded(item: Item, view: View) -> bool:
         return (item.index in view.superseded(key)) is wanted

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .actions import Action
     from .view import Predicate
 
-__all__ = ["ToolSpec", "ToolTable", "Trigger", "Step", "Budget", "Rule", "RuleSet"]
+__all__ = ["ToolSpec", "ToolTable", "Trigger", "Step", "Budget", "Finality", "Rule", "RuleSet"]
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -98,6 +98,38 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Finality:
+    """When no message appended later can change an item's decision.
+
+    Items are found message by message and every matcher looks at the item itself, at what
+    precedes it, or at counts that appending only grows: ``ages`` (whose comparisons are all
+    settled once the age reaches its ``saturation``), ``superseded`` (final once true),
+    ``in_tail`` (final once false), the last item and the last assistant turn (never final).
+    (A later message that links to an earlier call or result makes the engine decide
+    everything anew: see ``engine._crosses``.)  Rule sets whose decisions depend on
+    totals (budgets) or that edit other messages than the item's (clear-inputs, plugin kinds)
+    have no Finality."""
+
+    ages: tuple[tuple[tuple, int], ...] = ()  # ((unit, among, include_self), saturation)
+    superseded: tuple = ()  # JMESPath keys (None: the whole arguments)
+    in_tail: bool = False
+
+    def final(self, item, view) -> bool:
+        if item.index == view.items[-1].index:
+            return False
+        if item.kind == "assistant" and item.msg_index == view.last_assistant:
+            return False
+        if self.in_tail and view.in_tail(item):
+            return False
+        for (unit, among, include_self), saturation in self.ages:
+            if view.age(item, unit, among, include_self) < saturation:
+                return False
+        if item.kind == "tool_result":
+            return all(item.index in view.superseded(key) for key in self.superseded)
+        return True
+
+
+@dataclass(frozen=True)
 class Rule:
     """``match`` decides whether the rule applies; ``actions`` run in order."""
 
@@ -133,6 +165,7 @@ class RuleSet:
     rules: tuple[Rule, ...]
     compacted_patterns: tuple[Callable[[str], bool], ...]  # tests for this file's own outputs
     source: str
+    finality: Finality | None = None  # None: every call decides everything anew
 
     @property
     def idempotent(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .engine import compact
+from .compactor import Compactor
 from .errors import InputError
 from .estimators import ESTIMATORS, Estimator
 from .formats import FORMATS, Format
@@ -104,8 +104,10 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
     prompts, cached = [], []
     previous: list = []
     keep_alive = []  # messages whose ids are memoised must outlive the memo
+    # the rounds share their messages and nothing edits them: identity is proof enough
+    compactor = Compactor(list(rulesets), format=fmt, verify=False) if rulesets else None
     for end in round_starts(messages):
-        prompt = messages[:end] if not rulesets else compact(messages[:end], list(rulesets), format=fmt).messages
+        prompt = compactor(messages[:end]).messages if compactor else messages[:end]
         keep_alive.append(prompt)
         total, hit = round_tokens(prompt, previous, tokens)
         prompts.append(total)

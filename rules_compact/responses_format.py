@@ -137,6 +137,7 @@ class ResponsesFormat(Format):
     """OpenAI Responses API input items (see the module docstring)."""
 
     name = "responses"
+    resumable = False  # a turn's item stands for several input items
 
     # -- what an item holds ---------------------------------------------------
     def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:

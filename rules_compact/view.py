@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
@@ -39,6 +39,10 @@ class Sizes:
             results.extend([i] * count(msg))
         return cls(tokens, chars, results)
 
+    def head(self, count: int) -> Sizes:
+        """The sizes of the first ``count`` messages."""
+        return Sizes(self.tokens[:count], self.chars[:count], self.results[:bisect_left(self.results, count)])
+
     def __add__(self, other: Sizes) -> Sizes:
         """The sizes of two consecutive runs of messages (``other``'s indices are shifted)."""
         offset = len(self.tokens)
@@ -49,8 +53,12 @@ class Sizes:
 class View:
     """Items, spans, user turns, token estimates and memoised ages of a message list."""
 
-    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet, sizes: Sizes | None = None):
+    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet, sizes: Sizes | None = None,
+                 offset: int = 0, item_offset: int = 0, user_turn_before: bool = False):
+        """``offset`` and ``item_offset``: how many messages and items precede ``messages`` in
+        the conversation (when a pass resumes); ``user_turn_before``: whether they hold a user turn."""
         self.messages = messages
+        self.offset, self.item_offset, self.user_turn_before = offset, item_offset, user_turn_before
         self.fmt = fmt
         self.ruleset = ruleset
         self.estimate = ruleset.estimator
@@ -185,7 +193,7 @@ class View:
                 + [calls[cid] for cid in item.call_ids if cid not in own_ids and cid in calls])
 
     def in_tail(self, item: Item) -> bool:
-        return bool(self.user_turns) and item.msg_index >= self.user_turns[-1]
+        return item.msg_index >= self.user_turns[-1] if self.user_turns else self.user_turn_before
 
     def jmespath_root(self, item: Item) -> dict:
         """The document a ``where`` expression sees: ``{item, message, call, args}``."""
@@ -193,8 +201,8 @@ class View:
         if root is None:
             root = {
                 "item": {
-                    "kind": item.kind, "role": item.role, "index": item.index,
-                    "message_index": item.msg_index, "tool_name": item.tool_name,
+                    "kind": item.kind, "role": item.role, "index": item.index + self.item_offset,
+                    "message_index": item.msg_index + self.offset, "tool_name": item.tool_name,
                     "tool_call_id": item.tool_call_id, "tool_names": list(item.call_names),
                     "text": item.text, "chars": len(item.text), "tokens": self.item_tokens(item),
                     "is_error": self.is_error(item), "orphan": item.orphan,

@@ -28,7 +28,7 @@ from rules_compact.integrations.pydantic_ai import (  # noqa: E402
     history_processor,
     to_anthropic,
 )
-from rules_compact.integrations._common import Compactor  # noqa: E402
+from rules_compact.integrations._common import Hook  # noqa: E402
 
 try:
     from pydantic_ai.capabilities import ProcessHistory
@@ -167,7 +167,7 @@ rules:
         ModelRequest(parts=[ToolReturnPart(tool_name="t", content="ok", tool_call_id="c2")]),
     ]
     assert to_anthropic(messages[2])["content"][0]["is_error"] is True
-    out = compact_history(messages, Compactor(rules, on_compact=lambda r: None))
+    out = compact_history(messages, Hook(rules, on_compact=lambda r: None))
     assert out[0] is messages[0] and out[4] is messages[4]
     assert out[1].parts[0] is pinned
     assert [type(p).__name__ for p in out[1].parts] == ["ThinkingPart", "TextPart", "ToolCallPart"]

@@ -6,11 +6,12 @@ import logging
 import os
 from typing import Callable, Sequence, Union
 
-from ..engine import Result, compact, resolve_rules
+from ..compactor import Compactor
+from ..engine import Result, resolve_rules
 from ..model import RuleSet
 from ..report import Report
 
-__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Compactor"]
+__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook"]
 
 logger = logging.getLogger("rules_compact.integrations")
 
@@ -38,18 +39,22 @@ def describe(report: Report) -> str:
 
 def log_report(report: Report) -> None:
     """The default ``on_compact``: log :func:`describe` at INFO when something changed."""
-    if report.items_changed:
+    if report.items_changed and logger.isEnabledFor(logging.INFO):
         logger.info("%s", describe(report))
 
 
-class Compactor:
-    """The rules, loaded once, and the callback: ``run(messages, format)`` compacts and notifies."""
+class Hook:
+    """The rules, loaded once, and the callback: ``run(messages, format)`` compacts and notifies.
+
+    A :class:`~rules_compact.Compactor` does the work, so a host that hands over the same
+    message objects round after round gets the previous round's decisions reused."""
 
     def __init__(self, rules: Rules = None, on_compact: OnCompact | None = None):
-        self.rulesets = resolve_rules(rules)
+        self.compactor = Compactor(rules)
+        self.rulesets = self.compactor.rulesets
         self.on_compact = on_compact if on_compact is not None else log_report
 
     def run(self, messages: list, format: str) -> Result:
-        result = compact(messages, self.rulesets, format=format)
+        result = self.compactor(messages, format=format)
         self.on_compact(result.report)
         return result

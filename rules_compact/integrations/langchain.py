@@ -35,7 +35,7 @@ from typing import Any, Awaitable, Callable
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 
-from ._common import Compactor, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules
 
 __all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "compact_messages"]
 
@@ -96,7 +96,7 @@ def apply_changes(msg: BaseMessage, before: dict, after: dict) -> BaseMessage:
     return msg.model_copy(update=update) if update else msg
 
 
-def compact_messages(messages: list[BaseMessage], compactor: Compactor) -> list[BaseMessage]:
+def compact_messages(messages: list[BaseMessage], compactor: Hook) -> list[BaseMessage]:
     """The compacted copy of ``messages``: unchanged messages are the same objects."""
     dicts = [to_openai(m) for m in messages]
     result = compactor.run(dicts, "openai")
@@ -114,7 +114,7 @@ class RulesCompactMiddleware(AgentMiddleware):
 
     def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None):
         super().__init__()
-        self.compactor = Compactor(rules, on_compact)
+        self.compactor = Hook(rules, on_compact)
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         if not request.messages:

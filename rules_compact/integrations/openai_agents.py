@@ -28,12 +28,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..responses_format import RESPONSES  # noqa: F401  (registers the format)
-from ._common import Compactor, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules
 
 __all__ = ["input_filter", "compact_items"]
 
 
-def compact_items(items: list, compactor: Compactor) -> list:
+def compact_items(items: list, compactor: Hook) -> list:
     """The compacted copy of a list of Responses input items."""
     return compactor.run(list(items), "responses").messages
 
@@ -43,7 +43,7 @@ def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None):
     ``preset:NAME``, YAML text, or a list of them), loaded once.  ``on_compact(report)`` is
     called on every model call; by default, calls that changed something are logged on the
     ``rules_compact.integrations`` logger."""
-    compactor = Compactor(rules, on_compact)
+    compactor = Hook(rules, on_compact)
 
     def rules_compact_input_filter(data: Any):
         from agents.run_config import ModelInputData

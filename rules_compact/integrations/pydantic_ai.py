@@ -54,7 +54,7 @@ from typing import Any, Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
-from ._common import Compactor, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules
 
 __all__ = ["history_processor", "RulesCompactCapability", "to_anthropic", "from_anthropic", "compact_history"]
 
@@ -187,7 +187,7 @@ def from_anthropic(msg: ModelMessage, before: dict, after: dict) -> ModelMessage
     return dataclasses.replace(msg, parts=new_parts)
 
 
-def compact_history(messages: Sequence[ModelMessage], compactor: Compactor) -> list[ModelMessage]:
+def compact_history(messages: Sequence[ModelMessage], compactor: Hook) -> list[ModelMessage]:
     """The compacted copy of ``messages``; unchanged messages are the same objects."""
     dicts = [to_anthropic(m) for m in messages]
     result = compactor.run(dicts, "anthropic")
@@ -198,7 +198,7 @@ def history_processor(rules: Rules = None, *, on_compact: OnCompact | None = Non
     """A pydantic-ai history processor applying ``rules``: pass it to ``ProcessHistory`` (2.x)
     or ``history_processors=`` (1.x).  ``on_compact(report)`` is called on every model request;
     by default, requests that changed something are logged on ``rules_compact.integrations``."""
-    compactor = Compactor(rules, on_compact)
+    compactor = Hook(rules, on_compact)
 
     def rules_compact_history(messages: list[ModelMessage]) -> list[ModelMessage]:
         return compact_history(messages, compactor)
@@ -219,7 +219,7 @@ def _capability_class():
         on_compact: OnCompact | None = None
 
         def __post_init__(self):
-            self._compactor = Compactor(self.rules, self.on_compact)
+            self._compactor = Hook(self.rules, self.on_compact)
 
         async def before_model_request(self, ctx, request_context):
             messages = compact_history(list(request_context.messages), self._compactor)

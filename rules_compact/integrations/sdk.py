@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from ..errors import InputError
 from ..formats import detect_format
 from ..responses_format import RESPONSES  # noqa: F401  (registers the format)
-from ._common import Compactor, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules
 
 __all__ = ["RequestCompactor", "compact_request"]
 
@@ -35,7 +35,7 @@ class RequestCompactor:
     """``compactor(request) -> request`` with the messages (or Responses input) compacted."""
 
     def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None, format: str | None = None):
-        self.compactor = Compactor(rules, on_compact)
+        self.compactor = Hook(rules, on_compact)
         self.format = format
 
     def __call__(self, request: Mapping[str, Any]) -> dict:

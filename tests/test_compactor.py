@@ -1,0 +1,116 @@
+"""Compactor: in an agent loop it gives exactly what ``compact`` gives, while reusing work."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT, TRACES, load_json
+from rules_compact import Compactor, compact, load_rules
+from rules_compact.readers import read_conversations
+from rules_compact.replay import round_starts
+from strategies import conversations, rule_files, to_ruleset
+
+PRESETS = ["default", "preset:keep-recent-results", "preset:observation-masking", "preset:langchain-clear-tool-uses",
+           "preset:anthropic-clear-tool-uses", "preset:strip-tool-turn-reasoning-selective",
+           "preset:opencode-prune", "preset:count-triggered-prune"]
+EXAMPLES = settings(settings.get_profile("ci"), max_examples=1000) \
+    if settings.get_current_profile_name() == "default" else settings()
+
+
+def _same(got, want) -> None:
+    assert got.messages == want.messages
+    assert json.dumps(got.report.to_dict()) == json.dumps(want.report.to_dict())
+
+
+def _mini_swe_agent() -> list:
+    return load_json(TRACES / "mini-swe-agent" / "deepseek_chat_dev_rerun__pylint-dev__astroid-1333.traj.json")["messages"]
+
+
+@pytest.mark.parametrize("rules", PRESETS)
+@pytest.mark.parametrize("verify", [True, False])
+def test_an_agent_loop_gets_what_compact_gives_every_round(rules, verify):
+    messages = _mini_swe_agent()
+    ruleset = load_rules(rules)
+    compactor = Compactor(ruleset, verify=verify)
+    for end in round_starts(messages):
+        history = messages[:end]
+        _same(compactor(history), compact(history, ruleset))
+
+
+def test_claude_code_session_rounds_match_compact():
+    path = next(p for p in sorted((TRACES / "claude-code").iterdir()) if p.suffix == ".jsonl")
+    conv = read_conversations(path.read_bytes(), path.name)[0]
+    ruleset = load_rules("preset:anthropic-clear-tool-uses")
+    compactor = Compactor(ruleset, format=conv.format)
+    for end in round_starts(conv.messages):
+        history = conv.messages[:end]
+        _same(compactor(history), compact(history, ruleset, format=conv.format))
+
+
+def test_resuming_skips_the_settled_history():
+    """keep-recent-results settles every result 10 results old: later rounds evaluate only the rest."""
+    messages = _mini_swe_agent()
+    compactor = Compactor("preset:keep-recent-results")
+    ends = round_starts(messages)
+    for end in ends:
+        compactor(messages[:end])
+    resume = compactor._memos[0].done.resume
+    assert resume is not None and resume.start > ends[-1] // 2
+
+
+def test_an_edit_in_place_is_noticed():
+    messages = copy.deepcopy(_mini_swe_agent())
+    compactor = Compactor("preset:keep-recent-results")
+    compactor(messages)
+    old = next(m for m in messages if m["role"] == "tool")
+    old["content"] = "short now"  # an edit in place of a result the rules had cleared
+    _same(compactor(messages), compact(messages, "preset:keep-recent-results"))
+    assert "short now" in [m.get("content") for m in compactor(messages).messages]
+    call = next(m for m in messages if m.get("tool_calls"))
+    call["tool_calls"][0]["function"]["arguments"] = '{"command": "ls"}'  # deep inside a message
+    _same(compactor(messages), compact(messages, "preset:keep-recent-results"))
+
+
+def test_a_different_list_is_decided_anew():
+    first, second = _mini_swe_agent(), copy.deepcopy(_mini_swe_agent())
+    second[5]["content"] = "another conversation"
+    compactor = Compactor("default")
+    compactor(first)
+    _same(compactor(second), compact(second))
+    compactor.reset()
+    _same(compactor(first), compact(first))
+
+
+def test_a_shared_compactor_serves_several_passes_and_formats():
+    rules = ["preset:strip-tool-turn-reasoning", "preset:keep-recent-results"]
+    compactor = Compactor(rules)
+    anthropic = load_json(ROOT / "examples" / "anthropic-session.json")["messages"]
+    for messages in (_mini_swe_agent(), anthropic, _mini_swe_agent()):
+        _same(compactor(messages), compact(messages, rules))
+
+
+@EXAMPLES
+@given(conversation=conversations(), files=st.lists(rule_files(), min_size=1, max_size=2),
+       ends=st.lists(st.integers(0, 60), min_size=1, max_size=6), verify=st.booleans(), data=st.data())
+def test_compactor_equals_compact_on_any_sequence_of_calls(conversation, files, ends, verify, data):
+    """Histories that grow, repeat, shrink or change in place: always compact's answer."""
+    fmt, messages = conversation
+    for f in files:
+        note(json.dumps(f, ensure_ascii=False))
+    rulesets = [to_ruleset(f) for f in files]
+    compactor = Compactor(rulesets, format=fmt, verify=verify)
+    messages = copy.deepcopy(messages)
+    for end in sorted(ends) if data.draw(st.booleans()) else ends:
+        history = messages[:end]
+        _same(compactor(history), compact(history, rulesets, format=fmt))
+        memo = compactor._memos[0]
+        event("resumed" if memo and memo.done.resume and memo.done.resume.start else "decided from the start")
+        if verify and messages and data.draw(st.integers(0, 3)) == 0:
+            victim = messages[data.draw(st.integers(0, len(messages) - 1))]
+            if isinstance(victim, dict):
+                victim["content"] = data.draw(st.sampled_from(["", "edited", "x" * 900]))
