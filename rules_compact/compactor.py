@@ -57,22 +57,20 @@ class Compactor:
 
     def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
         memo = self._memos[index]
-        count = memo.verified(messages, self.verify) if memo is not None and memo.fmt is fmt else None
-        if count is None:
+        held = memo is not None and memo.fmt is fmt and memo.verified(messages, self.verify)
+        if not held:
             done = run_pass(messages, ruleset, fmt)
         else:
-            sizes = memo.sizes.head(count) + Sizes.of(messages[count:], fmt, ruleset)
-            if count == memo.boundary:
-                boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
-                budget_moved = ruleset.budget.stop_at_tokens is not None and sum(sizes.tokens) != memo.total
-                if boundary == memo.boundary and not budget_moved:
-                    return memo.reuse(messages, sizes, ruleset)
-            resume = memo.done.resume
-            done = run_pass(messages, ruleset, fmt, sizes, resume if resume and resume.start <= count else None)
+            sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset)
+            boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
+            budget_moved = ruleset.budget.stop_at_tokens is not None and sum(sizes.tokens) != memo.total
+            if boundary == memo.boundary and not budget_moved:
+                return memo.reuse(messages, sizes, ruleset)
+            done = run_pass(messages, ruleset, fmt, sizes, memo.done.resume)
         # Copies are taken from the second call of a conversation on (its first message is the
         # same object), so callers that build new messages on every call pay nothing for them.
         same_conversation = memo is not None and bool(messages) and memo.first is messages[0]
-        kept = memo.snapshot[:count] if count and memo.snapshot is not None else []
+        kept = memo.snapshot if held and memo.snapshot is not None else []
         self._memos[index] = _Memo.of(done, messages, fmt, kept, self.verify and same_conversation)
         return done
 
@@ -114,17 +112,14 @@ class _Memo:
         return cls(fmt, boundary, inputs, snapshot, done.messages[:boundary], done.sizes.head(boundary),
                    sum(done.sizes.tokens), done.report, done, messages[0] if messages else None)
 
-    def verified(self, messages: list, verify: bool) -> int | None:
-        """How many leading messages are the remembered ones, unchanged: all the decided ones,
-        or those the pass can resume after; None if neither."""
-        if verify and self.snapshot is None:
-            return None
-        resume = self.done.resume
-        for count in (self.boundary, resume.start if resume else None):
-            if count is not None and len(messages) >= count and all(map(operator.is_, messages[:count], self.inputs)) \
-                    and (not verify or messages[:count] == self.snapshot[:count]):
-                return count
-        return None
+    def verified(self, messages: list, verify: bool) -> bool:
+        """Whether ``messages`` starts with the messages the pass decided on, unchanged (the
+        settled decisions hold only for a history that extends them)."""
+        count = self.boundary
+        if len(messages) < count or (verify and self.snapshot is None):
+            return False
+        return all(map(operator.is_, messages[:count], self.inputs)) and (
+            not verify or messages[:count] == self.snapshot)
 
     def reuse(self, messages: list, sizes: Sizes, ruleset: RuleSet) -> Pass:
         """The remembered pass, with the messages after the boundary appended as they are."""

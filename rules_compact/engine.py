@@ -11,8 +11,9 @@ from typing import Callable, Iterable, Sequence
 
 from .errors import InputError
 from .formats import FORMATS, Format, Item, detect_format, parts_text
-from .model import Finality, RuleSet, Step
+from .model import RuleSet, Step
 from .report import Decision, PassReport, Report
+from .resume import Resume, crosses, follow, superseding_start
 from .view import Sizes, View
 
 __all__ = ["compact", "Result", "resolve_rules", "run_pass", "step_boundary", "Sizes"]
@@ -79,21 +80,6 @@ def step_boundary(step: Step, sizes: Sizes) -> int:
 
 
 @dataclass(frozen=True)
-class Resume:
-    """The final part of a pass's decided messages: ``messages[:start]``, whose decisions no
-    appended message can change (see ``RuleSet.finality``), and what the pass made of them."""
-
-    start: int
-    outputs: list  # the pass's output for messages[:start]
-    records: list  # (rule, saved, changed, error, note) for each of their items
-    saved_tokens: int
-    saved_chars: int
-    call_ids: frozenset  # of the calls in them
-    answered: frozenset  # call ids their results answer
-    user_turn: bool  # they hold a user turn
-
-
-@dataclass(frozen=True)
 class Pass:
     """One pass's output and report, and what a later call needs to reuse its decisions."""
 
@@ -129,19 +115,25 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
         report = PassReport(ran=False, reason=skip, tokens_after=tokens, chars_after=chars, **base)
         return Pass(messages, report, boundary, sizes, lambda: ())
 
-    start = resume.start if resume is not None and resume.start <= boundary else 0
     full = View(messages, fmt, ruleset, sizes)
-    region = Sizes(sizes.tokens[start:boundary], sizes.chars[start:boundary], [])
-    view = full if boundary == len(messages) and not start else View(
-        messages[start:boundary], fmt, ruleset, region, offset=start,
-        user_turn_before=bool(start) and resume.user_turn)
-    if start and _crosses(view, resume):
-        return run_pass(messages, ruleset, fmt, sizes)
+    if resume is not None and resume.start <= boundary and resume.start:
+        view = _region(messages, ruleset, fmt, sizes, boundary, resume)
+        if crosses(view, resume):
+            return run_pass(messages, ruleset, fmt, sizes)
+        start = superseding_start(view, resume, ruleset.finality)
+        if start < resume.start:
+            resume = resume.cut(start) if start else None
+            view = _region(messages, ruleset, fmt, sizes, boundary, resume)
+    else:
+        resume = None
+        view = full if boundary == len(messages) else _region(messages, ruleset, fmt, sizes, boundary, None)
+    start = view.offset
     budget = ruleset.budget
     editor = _Editor(view.messages, view)
-    message_tokens, message_chars = list(region.tokens), list(region.chars)  # after the actions so far
-    total = tokens - (resume.saved_tokens if start else 0)
-    chars_after = chars - (resume.saved_chars if start else 0)
+    message_tokens = sizes.tokens[start:boundary]  # after the actions so far
+    message_chars = sizes.chars[start:boundary]
+    total = tokens - (sum(sizes.tokens[:start]) - sum(resume.tokens_after) if start else 0)
+    chars_after = chars - (sum(sizes.chars[:start]) - sum(resume.chars_after) if start else 0)
     cleared = removed = 0
     records: list[tuple] = list(resume.records) if start else []  # Decisions are made on demand
     for item in view.items:
@@ -187,51 +179,20 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
     changed = 0 if unapplied else sum(1 for r in records if r[2])
     report = PassReport(ran=True, reason=_reason(ruleset, boundary), tokens_after=total, chars_after=chars_after,
                         changed=changed, gate=gate, details=report_details(decided, full), **base)
-    follow = None
+    settled = None
     if ruleset.finality is not None and fmt.resumable and not unapplied:
-        follow = _follow(view, ruleset.finality, resume if start else None, editor.out, records,
-                         sizes, message_tokens, message_chars)
-    return Pass(out, report, boundary, sizes, decided, follow)
+        settled = follow(view, ruleset.finality, resume if start else None, editor.out, records,
+                         message_tokens, message_chars)
+    return Pass(out, report, boundary, sizes, decided, settled)
 
 
-def _crosses(view: View, resume: Resume) -> bool:
-    """Whether items after ``resume.start`` link to calls or results before it (the rules
-    could then decide differently than on the whole list)."""
-    for item in view.items:
-        if item.kind == "tool_result":
-            if item.tool_call_id in resume.call_ids:
-                return True
-        elif not resume.call_ids.isdisjoint(item.call_ids) or not resume.answered.isdisjoint(item.call_ids):
-            return True
-    return False
-
-
-def _follow(view: View, finality: Finality, resume: Resume | None, outputs: list, records: list,
-            sizes: Sizes, tokens_after: list[int], chars_after: list[int]) -> Resume:
-    """The Resume for the next call: extended over the leading items now final."""
-    items = view.items
-    first = next((it for it in items if not finality.final(it, view)), None)
-    if first is None:
-        cut = len(view.messages)
-    else:
-        cut = view.span_starts[first.span] if first.span is not None else first.msg_index
-    done = [it for it in items if it.msg_index < cut]
-    offset = view.offset
-    before = resume.records if resume else []
-    return Resume(
-        start=offset + cut,
-        outputs=(resume.outputs if resume else []) + outputs[:cut],
-        records=records[:len(before) + len(done)],
-        saved_tokens=(resume.saved_tokens if resume else 0)
-        + sum(sizes.tokens[offset:offset + cut]) - sum(tokens_after[:cut]),
-        saved_chars=(resume.saved_chars if resume else 0)
-        + sum(sizes.chars[offset:offset + cut]) - sum(chars_after[:cut]),
-        call_ids=(resume.call_ids if resume else frozenset()).union(
-            *(it.call_ids for it in done if it.kind == "assistant")),
-        answered=(resume.answered if resume else frozenset()).union(
-            it.tool_call_id for it in done if it.kind == "tool_result" and it.tool_call_id is not None),
-        user_turn=(resume.user_turn if resume else False) or any(u < cut for u in view.user_turns),
-    )
+def _region(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes, boundary: int,
+            resume: Resume | None) -> View:
+    """The view of the messages the pass evaluates: after the resume point, up to the boundary."""
+    start = resume.start if resume else 0
+    return View(messages[start:boundary], fmt, ruleset,
+                Sizes(sizes.tokens[start:boundary], sizes.chars[start:boundary], []), offset=start,
+                item_offset=len(resume.records) if resume else 0, user_turn_before=bool(resume and resume.user_turns))
 
 
 def _reason(ruleset: RuleSet, boundary: int) -> str:

@@ -103,15 +103,15 @@ class Finality:
 
     Items are found message by message and every matcher looks at the item itself, at what
     precedes it, or at counts that appending only grows: ``ages`` (whose comparisons are all
-    settled once the age reaches its ``saturation``), ``superseded`` (final once true),
-    ``in_tail`` (final once false), the last item and the last assistant turn (never final).
-    (A later message that links to an earlier call or result makes the engine decide
-    everything anew: see ``engine._crosses``.)  Rule sets whose decisions depend on
+    settled once the age reaches its ``saturation``), ``in_tail`` (final once false), the last
+    item and the last assistant turn (never final).  What a later message can still change
+    (links to earlier calls, results it supersedes) is checked when a pass resumes: see
+    resume.py.  Rule sets whose decisions depend on
     totals (budgets) or that edit other messages than the item's (clear-inputs, plugin kinds)
     have no Finality."""
 
     ages: tuple[tuple[tuple, int], ...] = ()  # ((unit, among, include_self), saturation)
-    superseded: tuple = ()  # JMESPath keys (None: the whole arguments)
+    superseded: tuple = ()  # the keys of the ``superseded`` matchers (None: the whole arguments)
     in_tail: bool = False
 
     def final(self, item, view) -> bool:
@@ -124,8 +124,6 @@ class Finality:
         for (unit, among, include_self), saturation in self.ages:
             if view.age(item, unit, among, include_self) < saturation:
                 return False
-        if item.kind == "tool_result":
-            return all(item.index in view.superseded(key) for key in self.superseded)
         return True
 
 

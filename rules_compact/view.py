@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -170,9 +170,9 @@ class View:
             hits: set[int] = set()
             for it in reversed(self.items):
                 if it.kind == "assistant":
-                    later.update(_signature(name, call, key) for _, name, call in self.turn_calls(it))
+                    later.update(signature(name, call, key) for _, name, call in self.turn_calls(it))
                     later.discard(None)
-                elif it.call is not None and _signature(it.tool_name, it.call, key) in later:
+                elif it.call is not None and signature(it.tool_name, it.call, key) in later:
                     hits.add(it.index)
             found = self._memo[("superseded", key)] = frozenset(hits)
         return found
@@ -325,9 +325,26 @@ def _ages_by_item(weights: list[int], include_self: bool) -> list[int]:
     return [after[i + 1] + (weights[i] if include_self else 0) for i in range(len(weights))]
 
 
-def _signature(name: str | None, call: dict, key) -> tuple | None:
+def signature(name: str | None, call: dict, key) -> tuple | None:
     """What makes two calls the same: the tool and its arguments (or one value in them)."""
-    args = decode_args(call)
+    if isinstance(call, dict) and "input" not in call:
+        fn = call.get("function")
+        raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")
+        if isinstance(raw, str):  # the usual case: the same text, decoded once
+            return _signature_of_text(name, raw, key)
+    return _signature_of(name, decode_args(call), key)
+
+
+@lru_cache(maxsize=8192)
+def _signature_of_text(name: str | None, raw: str, key) -> tuple | None:
+    try:
+        args = json.loads(raw)
+    except ValueError:
+        args = None
+    return _signature_of(name, args, key)
+
+
+def _signature_of(name: str | None, args: Any, key) -> tuple | None:
     value = args if key is None else _search(key, args)
     if value is None:
         return None
@@ -355,3 +372,4 @@ def decode_args(call: dict | None) -> Any:
         return json.loads(raw)
     except ValueError:
         return None
+

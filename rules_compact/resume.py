@@ -1,0 +1,119 @@
+"""Resuming a pass: what it decided on messages that no appended message can change.
+
+A rule set with a ``Finality`` (see model.py) settles items as the history grows: a result 10
+results old stays "older than 10 results" forever.  After a pass, ``follow`` records the leading
+messages whose items are all settled, with what the pass made of them; the next pass over the
+same messages with more appended evaluates the rules only after them.  Two things can still
+reach back: a later message that links to an earlier call or result (``crosses``: the pass then
+decides everything anew), and a later call that repeats an earlier result's call, which makes
+that result superseded (``superseding_start``: the pass resumes from before that result).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from itertools import chain
+
+from .model import Finality
+from .view import View, signature
+
+__all__ = ["Resume", "crosses", "superseding_start", "follow"]
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Messages ``[:start]`` of a pass's input, settled, and what the pass made of them."""
+
+    start: int
+    outputs: list  # the pass's output messages
+    records: list  # (rule, saved, changed, error, note) per item
+    item_messages: list[int]  # the message of each item
+    tokens_after: list[int]  # per output message
+    chars_after: list[int]
+    item_calls: list[tuple[str, ...]]  # per item: the ids of an assistant turn's calls
+    item_results: list[str | None]  # per item: the call id a result answers
+    call_ids: frozenset[str]
+    answered: frozenset[str]
+    user_turns: list[int]
+    latest: dict  # superseded key -> {call signature: message to resume from to re-decide its result}
+
+    def cut(self, start: int) -> Resume:
+        """The same, settled only up to message ``start``."""
+        n = bisect_left(self.item_messages, start)
+        return Resume(
+            start, self.outputs[:start], self.records[:n], self.item_messages[:n], self.tokens_after[:start],
+            self.chars_after[:start], self.item_calls[:n], self.item_results[:n],
+            frozenset(chain.from_iterable(self.item_calls[:n])),
+            frozenset(r for r in self.item_results[:n] if r is not None),
+            [u for u in self.user_turns if u < start],
+            {key: {sig: at for sig, at in table.items() if at < start} for key, table in self.latest.items()})
+
+
+EMPTY = Resume(0, [], [], [], [], [], [], [], frozenset(), frozenset(), [], {})
+
+
+def crosses(view: View, resume: Resume) -> bool:
+    """Whether an item after the resume point links to a call or a result before it."""
+    for item in view.items:
+        if item.kind == "tool_result":
+            if item.tool_call_id in resume.call_ids:
+                return True
+        elif not resume.call_ids.isdisjoint(item.call_ids) or not resume.answered.isdisjoint(item.call_ids):
+            return True
+    return False
+
+
+def superseding_start(view: View, resume: Resume, finality: Finality) -> int:
+    """Where to resume so that every result a later call repeats is decided again."""
+    start = resume.start
+    for key in finality.superseded:
+        table = resume.latest.get(key)
+        if table:
+            for item in view.items:
+                if item.kind == "assistant":
+                    for _, name, call in view.turn_calls(item):
+                        at = table.get(signature(name, call, key))
+                        if at is not None and at < start:
+                            start = at
+    return start
+
+
+def follow(view: View, finality: Finality, resume: Resume | None, outputs: list, records: list,
+           tokens_after: list[int], chars_after: list[int]) -> Resume:
+    """The Resume after a pass that evaluated ``view`` (resuming from ``resume``): extended over
+    the leading messages whose items are now all settled."""
+    prev = resume or EMPTY
+    items = view.items
+    first = next((it for it in items if not finality.final(it, view)), None)
+    if first is None:
+        cut = len(view.messages)
+    else:
+        cut = view.span_starts[first.span] if first.span is not None else first.msg_index
+    done = items[:next((i for i, it in enumerate(items) if it.msg_index >= cut), len(items))]
+    offset = view.offset
+    latest = {}
+    for key in finality.superseded:
+        table = latest[key] = dict(prev.latest.get(key, {}))
+        repeated = view.superseded(key)
+        for it in done:
+            if it.kind == "tool_result" and it.call is not None and it.index not in repeated:
+                sig = signature(it.tool_name, it.call, key)
+                if sig is not None and sig not in table:
+                    table[sig] = offset + (view.span_starts[it.span] if it.span is not None else it.msg_index)
+    calls = [it.call_ids for it in done]
+    results = [it.tool_call_id if it.kind == "tool_result" else None for it in done]
+    return Resume(
+        start=offset + cut,
+        outputs=prev.outputs + outputs[:cut],
+        records=records[:len(prev.records) + len(done)],
+        item_messages=prev.item_messages + [offset + it.msg_index for it in done],
+        tokens_after=prev.tokens_after + tokens_after[:cut],
+        chars_after=prev.chars_after + chars_after[:cut],
+        item_calls=prev.item_calls + calls,
+        item_results=prev.item_results + results,
+        call_ids=prev.call_ids.union(*calls),
+        answered=prev.answered.union(r for r in results if r is not None),
+        user_turns=prev.user_turns + [offset + u for u in view.user_turns if u < cut],
+        latest=latest,
+    )
