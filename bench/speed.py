@@ -1,30 +1,34 @@
-"""Speed of one compaction call, and of a 1,000-round replay, against a hand-written baseline.
+"""Speed of compaction calls, and of a 1,000-round replay, against a hand-written baseline.
 
 Conversations of 100, 1,000 and 10,000 messages are built from a real mini-swe-agent trace
 (tests/data/traces/mini-swe-agent/, OpenAI format): its system and task messages, then its
 assistant/tool pairs repeated, with fresh tool-call ids, until the length is reached. For each
-size, in the same run, the time of one call of:
+size, in the same run, the time per call of:
 
 * seed-000 loop: bench/seed000_loop.py, seed 000's micro_compact written by hand as a
   copy-on-write loop: the baseline (ratio 1.00);
-* keep-recent-results: ``compact(messages, preset)`` with rules/presets/keep-recent-results.yaml,
-  the same algorithm as a rule file (its output is checked equal to the loop's);
-* default: ``compact(messages, default)`` with rules/default.yaml;
+* keep-recent-results: rules/presets/keep-recent-results.yaml, the same algorithm as a rule file
+  (its output is checked equal to the loop's), and the default rules (rules/default.yaml), each
+  three ways:
+  - ``compact()``: one call on the whole conversation, nothing reused;
+  - ``Compactor``, next round: what an agent loop pays per round. The Compactor has handled the
+    conversation up to the previous round; the time is the mean over the last 10 rounds up to
+    the size (one assistant turn and its result each; for the default, one of them moves the
+    step boundary). ``verify=True`` (the default) compares the earlier messages with copies to
+    notice edits made in place; ``verify=False`` checks their identity only;
 * LangChain ClearToolUsesEdit: what ContextEditingMiddleware does on every model call with its
   defaults: ``deepcopy`` of the message list, then ``ClearToolUsesEdit().apply`` with
   ``count_tokens_approximately``, on the same conversation converted to langchain_core messages
   (converted once, outside the timing: an agent built on LangChain holds them already).
 
 Then a 1,000-round replay (a conversation with 1,000 assistant turns; every round compacts the
-history up to that turn, as an agent loop would) with each of the engine rule sets and the loop:
-the total time spent in the compaction calls.
+history up to that turn, as an agent loop would): the total time spent in the compaction calls.
 
-Times are wall-clock (time.perf_counter): each is the median over --repeats repeats of the mean of
-a loop long enough to last about --min-time seconds. The machine (CPU model, cores, Python) is
-printed first.
+Times are wall-clock (time.perf_counter): each is the median over --repeats repeats. The machine
+(CPU model, cores, Python, load) is printed first.
 
 Usage:
-    python3 bench/speed.py                       # everything (about a minute)
+    python3 bench/speed.py                       # everything (about two minutes)
     python3 bench/speed.py --sizes 100 1000 --repeats 3 --rounds 300
     python3 bench/speed.py --profile 10000       # cProfile top entries of the default at that size
 """
@@ -48,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rules_compact import compact, load_rules  # noqa: E402
+from rules_compact import Compactor, compact, load_rules  # noqa: E402
 from seed000_loop import micro_compact  # noqa: E402
 
 TRACE = ROOT / "tests" / "data" / "traces" / "mini-swe-agent" / \
@@ -56,6 +60,8 @@ TRACE = ROOT / "tests" / "data" / "traces" / "mini-swe-agent" / \
 SIZES = (100, 1_000, 10_000)
 DEFAULT_TARGET_MS = 10.0  # the default rules at 10,000 messages
 PRESET_TARGET_RATIO = 1.5  # keep-recent-results vs the seed-000 loop
+LANGCHAIN_TARGET_RATIO = 20.0  # LangChain's time over the preset's, at 1,000 messages
+ROUNDS = 10  # rounds averaged in "next round"
 
 
 # -- the machine ---------------------------------------------------------------------------
@@ -123,6 +129,24 @@ def per_call(fn, repeats: int, min_time: float) -> float:
         for _ in range(loops):
             fn()
         samples.append((time.perf_counter() - start) / loops)
+    return statistics.median(samples)
+
+
+def per_round(make, msgs: list, repeats: int, rounds: int = ROUNDS) -> float:
+    """Median over ``repeats`` of the mean time of the last ``rounds`` rounds up to ``msgs``,
+    on a Compactor (from ``make()``) that has handled the rounds before them."""
+    ends = [i + 1 for i, m in enumerate(msgs) if m.get("role") == "tool"]
+    ends = [e for e in ends if e < len(msgs)][-(rounds + 2):] + [len(msgs)]
+    samples = []
+    for _ in range(repeats):
+        compactor = make()
+        for end in ends[:2]:  # two calls before: the second takes the copies verify needs
+            compactor(msgs[:end])
+        histories = [msgs[:end] for end in ends[2:]]
+        start = time.perf_counter()
+        for history in histories:
+            compactor(history)
+        samples.append((time.perf_counter() - start) / len(histories))
     return statistics.median(samples)
 
 
@@ -206,30 +230,25 @@ def main(argv=None) -> int:
     for n in args.sizes:
         msgs = conversation(n)
         expected = micro_compact(msgs)
-        got = compact(msgs, preset, format="openai").messages
-        if got != expected:
+        if compact(msgs, preset, format="openai").messages != expected:
             raise SystemExit(f"{n} messages: keep-recent-results and the seed-000 loop disagree")
         base = per_call(lambda: micro_compact(msgs), args.repeats, args.min_time)
-        times = [("seed-000 loop (baseline)", base),
-                 ("keep-recent-results preset", per_call(lambda: compact(msgs, preset, format="openai"),
-                                                         args.repeats, args.min_time)),
-                 ("default rules", per_call(lambda: compact(msgs, default, format="openai"),
-                                            args.repeats, args.min_time))]
+        times = {"seed-000 loop (baseline)": base}
+        for name, rules in (("keep-recent-results", preset), ("default rules", default)):
+            times[f"{name}: compact()"] = per_call(lambda: compact(msgs, rules, format="openai"),
+                                                   args.repeats, args.min_time)
+            for verify in (True, False):
+                times[f"{name}: Compactor(verify={verify}), next round"] = per_round(
+                    lambda: Compactor(rules, format="openai", verify=verify), msgs, args.repeats)
         if lc is not None:
             call, to_lc = lc
             lc_msgs = [to_lc(m) for m in msgs]
-            times.append(("LangChain ClearToolUsesEdit (deepcopy + apply)",
-                          per_call(lambda: call(lc_msgs), args.repeats, args.min_time)))
-        for label, seconds in times:
+            times["LangChain ClearToolUsesEdit (deepcopy + apply)"] = per_call(
+                lambda: call(lc_msgs), args.repeats, args.min_time)
+        for label, seconds in times.items():
             rows.append((f"{n:,}", label, fmt_time(seconds), f"{seconds / base:.2f}x"))
-        preset_ratio = times[1][1] / base
-        verdicts.append(f"{n:,} messages: keep-recent-results {preset_ratio:.2f}x the loop "
-                        f"(target <= {PRESET_TARGET_RATIO}x: {'met' if preset_ratio <= PRESET_TARGET_RATIO else 'MISSED'})")
-        if n == 10_000:
-            ms = times[2][1] * 1e3
-            verdicts.append(f"10,000 messages: default {ms:.2f} ms per call "
-                            f"(target < {DEFAULT_TARGET_MS:g} ms: {'met' if ms < DEFAULT_TARGET_MS else 'MISSED'})")
-    print("One call, median of", args.repeats, "repeats:")
+        verdicts += _verdicts(n, base, times)
+    print(f"Time per call, median of {args.repeats} repeats:")
     print(table(rows, right={0, 2, 3}))
     print()
 
@@ -237,10 +256,12 @@ def main(argv=None) -> int:
     ends = [i for i, m in enumerate(msgs) if m.get("role") == "assistant"]
     rows = [("implementation", f"{len(ends):,} rounds, total", "per round", "vs seed-000 loop")]
     totals = []
-    for label, fn in (("seed-000 loop (baseline)", lambda h: micro_compact(h)),
-                      ("keep-recent-results preset", lambda h: compact(h, preset, format="openai")),
-                      ("default rules", lambda h: compact(h, default, format="openai"))):
-        total = 0.0
+    for label, make in (("seed-000 loop (baseline)", lambda: micro_compact),
+                        ("keep-recent-results: compact()", lambda: lambda h: compact(h, preset, format="openai")),
+                        ("keep-recent-results: Compactor", lambda: Compactor(preset, format="openai")),
+                        ("default rules: compact()", lambda: lambda h: compact(h, default, format="openai")),
+                        ("default rules: Compactor", lambda: Compactor(default, format="openai"))):
+        fn, total = make(), 0.0
         for end in ends:
             history = msgs[:end]
             start = time.perf_counter()
@@ -254,6 +275,27 @@ def main(argv=None) -> int:
     print()
     print("\n".join(verdicts))
     return 0
+
+
+def _verdicts(n: int, base: float, times: dict) -> list[str]:
+    def met(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    out = []
+    for way in ("compact()", "Compactor(verify=True), next round", "Compactor(verify=False), next round"):
+        ratio = times[f"keep-recent-results: {way}"] / base
+        out.append(f"{n:,} messages: keep-recent-results, {way}: {ratio:.2f}x the loop "
+                   f"(target <= {PRESET_TARGET_RATIO}x: {met(ratio <= PRESET_TARGET_RATIO)})")
+        lc = times.get("LangChain ClearToolUsesEdit (deepcopy + apply)")
+        if n == 1_000 and lc is not None:
+            faster = lc / times[f"keep-recent-results: {way}"]
+            out.append(f"{n:,} messages: keep-recent-results, {way}: {faster:.1f}x faster than LangChain "
+                       f"(target >= {LANGCHAIN_TARGET_RATIO:g}x: {met(faster >= LANGCHAIN_TARGET_RATIO)})")
+        if n == 10_000:
+            ms = times[f"default rules: {way}"] * 1e3
+            out.append(f"{n:,} messages: default rules, {way}: {ms:.2f} ms "
+                       f"(target < {DEFAULT_TARGET_MS:g} ms: {met(ms < DEFAULT_TARGET_MS)})")
+    return out
 
 
 if __name__ == "__main__":

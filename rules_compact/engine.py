@@ -176,7 +176,8 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
         made = (_decision(decided_view, item, *record) for item, record in zip(decided_view.items, records))
         return tuple(_unapplied(d, unapplied) if d.changed else d for d in made) if unapplied else tuple(made)
 
-    changed = 0 if unapplied else sum(1 for r in records if r[2])
+    evaluated = records[len(records) - len(view.items):]
+    changed = 0 if unapplied else (resume.changed if start else 0) + sum(1 for r in evaluated if r[2])
     report = PassReport(ran=True, reason=_reason(ruleset, boundary), tokens_after=total, chars_after=chars_after,
                         changed=changed, gate=gate, details=report_details(decided, full), **base)
     settled = None

@@ -28,6 +28,7 @@ class Resume:
     start: int
     outputs: list  # the pass's output messages
     records: list  # (rule, saved, changed, error, note) per item
+    changed: int  # items whose message an action changed
     item_messages: list[int]  # the message of each item
     tokens_after: list[int]  # per output message
     chars_after: list[int]
@@ -42,7 +43,8 @@ class Resume:
         """The same, settled only up to message ``start``."""
         n = bisect_left(self.item_messages, start)
         return Resume(
-            start, self.outputs[:start], self.records[:n], self.item_messages[:n], self.tokens_after[:start],
+            start, self.outputs[:start], self.records[:n], sum(1 for r in self.records[:n] if r[2]),
+            self.item_messages[:n], self.tokens_after[:start],
             self.chars_after[:start], self.item_calls[:n], self.item_results[:n],
             frozenset(chain.from_iterable(self.item_calls[:n])),
             frozenset(r for r in self.item_results[:n] if r is not None),
@@ -50,7 +52,7 @@ class Resume:
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in self.latest.items()})
 
 
-EMPTY = Resume(0, [], [], [], [], [], [], [], frozenset(), frozenset(), [], {})
+EMPTY = Resume(0, [], [], 0, [], [], [], [], [], frozenset(), frozenset(), [], {})
 
 
 def crosses(view: View, resume: Resume) -> bool:
@@ -107,6 +109,7 @@ def follow(view: View, finality: Finality, resume: Resume | None, outputs: list,
         start=offset + cut,
         outputs=prev.outputs + outputs[:cut],
         records=records[:len(prev.records) + len(done)],
+        changed=prev.changed + sum(1 for r in records[len(prev.records):len(prev.records) + len(done)] if r[2]),
         item_messages=prev.item_messages + [offset + it.msg_index for it in done],
         tokens_after=prev.tokens_after + tokens_after[:cut],
         chars_after=prev.chars_after + chars_after[:cut],
