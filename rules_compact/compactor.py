@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import operator
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .engine import Pass, Result, check_messages, finish, report_details, resolve_rules, run_pass, step_boundary
 from .formats import Format
 from .model import RuleSet
-from .report import PassReport
 from .view import Sizes, View
 
 __all__ = ["Compactor"]
@@ -98,7 +97,6 @@ class _Memo:
     outputs: list
     sizes: Sizes  # of the inputs
     total: int  # tokens of the whole input (a stop_at_tokens budget depends on it)
-    report: PassReport
     done: Pass
     first: Any  # the first message of the call (to tell a conversation's later calls)
 
@@ -110,7 +108,7 @@ class _Memo:
         inputs = messages[:boundary]
         snapshot = kept[:boundary] + [_copy(m) for m in inputs[len(kept):]] if copy else None
         return cls(fmt, boundary, inputs, snapshot, done.messages[:boundary], done.sizes.head(boundary),
-                   sum(done.sizes.tokens), done.report, done, messages[0] if messages else None)
+                   sum(done.sizes.tokens), done, messages[0] if messages else None)
 
     def verified(self, messages: list, verify: bool) -> bool:
         """Whether ``messages`` starts with the messages the pass decided on, unchanged (the
@@ -123,18 +121,12 @@ class _Memo:
 
     def reuse(self, messages: list, sizes: Sizes, ruleset: RuleSet) -> Pass:
         """The remembered pass, with the messages after the boundary appended as they are."""
-        tail_tokens, tail_chars = sum(sizes.tokens[self.boundary:]), sum(sizes.chars[self.boundary:])
-        prefix_tokens, prefix_chars = sum(self.sizes.tokens), sum(self.sizes.chars)
-        old = self.report
-        old_tail_tokens = sum(self.done.sizes.tokens[self.boundary:])
-        old_tail_chars = sum(self.done.sizes.chars[self.boundary:])
-        fmt = self.fmt
-        report = PassReport(
-            ruleset=old.ruleset, source=old.source, ran=old.ran, reason=old.reason,
-            tokens_before=prefix_tokens + tail_tokens, chars_before=prefix_chars + tail_chars,
-            tokens_after=old.tokens_after - old_tail_tokens + tail_tokens,
-            chars_after=old.chars_after - old_tail_chars + tail_chars,
-            changed=old.changed, gate=old.gate, over_budget_tokens=old.over_budget_tokens,
-            idempotent=old.idempotent,
-            details=report_details(self.done.decided, lambda: View(messages, fmt, ruleset, sizes)) if old.ran else None)
-        return Pass(self.outputs + messages[self.boundary:], report, self.boundary, sizes, self.done.decided)
+        old, fmt, boundary = self.done, self.fmt, self.boundary
+        added_tokens = sum(sizes.tokens[boundary:]) - sum(old.sizes.tokens[boundary:])
+        added_chars = sum(sizes.chars[boundary:]) - sum(old.sizes.chars[boundary:])
+        report = replace(
+            old.report, tokens_before=old.report.tokens_before + added_tokens,
+            tokens_after=old.report.tokens_after + added_tokens, chars_before=old.report.chars_before + added_chars,
+            chars_after=old.report.chars_after + added_chars,
+            details=report_details(old.decided, lambda: View(messages, fmt, ruleset, sizes)) if old.report.ran else None)
+        return Pass(self.outputs + messages[boundary:], report, boundary, sizes, old.decided)
