@@ -240,9 +240,10 @@ class OpenAIFormat(Format):
             return []
         pieces = [parts_text(msg.get("content"))]
         pieces += [_str(msg.get(field)) for field in OPENAI_REASONING_FIELDS]
-        for _, name, call in self.calls(msg):
-            fn = call.get("function")
-            pieces += (name or "", dumps_args(fn.get("arguments", "") if isinstance(fn, dict) else ""))
+        if msg.get("tool_calls"):
+            for _, name, call in self.calls(msg):
+                fn = call.get("function")
+                pieces += (name or "", dumps_args(fn.get("arguments", "") if isinstance(fn, dict) else ""))
         return pieces
 
     def result_content(self, msg: dict, item: Item) -> Any:
