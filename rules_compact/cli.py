@@ -268,12 +268,9 @@ def _replays(messages: list, fmt: str, sets: list[tuple[str, list]], price) -> l
 def cmd_replay(args) -> int:
     _plugin_failures(args)
     price = parse_price(args.price)
-    sets = [("none", None)]
-    if args.rules:
-        sets.append((" + ".join(args.rules), [load_rules(r) for r in args.rules]))
+    primary = args.rules or ["default"]  # as in apply: the bundled default unless -r says otherwise
+    sets = [("none", None), (" + ".join(primary), [load_rules(r) for r in primary])]
     sets += [(name, [load_rules(name)]) for name in args.compare or []]
-    if len(sets) == 1:
-        sets.append(("default", [load_rules("default")]))
     for name, messages, fmt in _conversations(args.input, args.format):
         results = _replays(messages, fmt, sets, price)
         base = results[0]

@@ -160,6 +160,16 @@ def test_replay_rules_and_repeated_compare(capsys, convs, rule_files):
         assert table[name] == expected_row(messages, [load_rules(name)], price, base)
 
 
+def test_replay_compare_without_rules_compares_against_the_default(capsys, convs):
+    path, messages = convs[0]
+    rc, out, _ = run(capsys, "replay", path, "--compare", "preset:keep-recent-results")
+    assert rc == 0
+    table = replay_rows(out)
+    assert list(table) == ["none", "default", "preset:keep-recent-results"]
+    base = replay(messages, None, "openai", PRICES["anthropic"])
+    assert table["default"] == expected_row(messages, [load_rules("default")], PRICES["anthropic"], base)
+
+
 def test_replay_two_rule_files_are_successive_passes(capsys, convs, rule_files):
     path, messages = convs[1]
     rc, out, _ = run(capsys, "replay", path, "-r", rule_files[0], "-r", rule_files[1])
