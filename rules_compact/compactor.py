@@ -18,16 +18,15 @@ __all__ = ["Compactor"]
 class Compactor:
     """``compact`` for successive versions of one conversation, as an agent loop sends them.
 
-    Each round the history comes back with a few messages appended.  A rule set with a
-    ``step`` decides only on the history up to its latest step boundary, so between boundaries
-    that part of the output equals the previous round's: the Compactor hands it back without
-    evaluating the rules, and only measures what follows.  A pass without a step decides on the
-    whole history, so it is reused only for an identical call (a retry).  The result is always
-    the one ``compact(messages, rules)`` gives.
+    Each round the history comes back with a few messages appended.  Two things carry over:
+    a stepped rule set's decided prefix, which between boundaries equals the previous round's
+    and is handed back without evaluating a rule; and the decisions the rules have settled
+    (``RuleSet.finality``, resume.py), after which the next call starts evaluating.  The
+    result is always the one ``compact(messages, rules)`` gives.
 
     Reuse needs the decided messages to be the very objects of the previous call and, with
-    ``verify=True`` (the default), equal to a copy of their dicts and lists taken then, so an
-    edit made in place to an earlier message is noticed and everything is decided anew.
+    ``verify=True`` (the default), equal to copies of their dicts and lists taken then, so an
+    edit made in place to an earlier message is noticed and the pass decides anew.
     ``verify=False`` checks identity only: for loops that never edit a message once sent.
     The returned messages that a rule changed are shared between calls: treat them as
     read-only, as you would the unchanged messages the output shares with your input.
@@ -124,9 +123,9 @@ class _Memo:
         old, fmt, boundary = self.done, self.fmt, self.boundary
         added_tokens = sum(sizes.tokens[boundary:]) - sum(old.sizes.tokens[boundary:])
         added_chars = sum(sizes.chars[boundary:]) - sum(old.sizes.chars[boundary:])
-        report = replace(
-            old.report, tokens_before=old.report.tokens_before + added_tokens,
-            tokens_after=old.report.tokens_after + added_tokens, chars_before=old.report.chars_before + added_chars,
-            chars_after=old.report.chars_after + added_chars,
-            details=report_details(old.decided, lambda: View(messages, fmt, ruleset, sizes)) if old.report.ran else None)
+        was = old.report
+        details = report_details(old.decided, lambda: View(messages, fmt, ruleset, sizes)) if was.ran else None
+        report = replace(was, tokens_before=was.tokens_before + added_tokens, tokens_after=was.tokens_after + added_tokens,
+                         chars_before=was.chars_before + added_chars, chars_after=was.chars_after + added_chars,
+                         details=details)
         return Pass(self.outputs + messages[boundary:], report, boundary, sizes, old.decided)

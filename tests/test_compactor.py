@@ -27,8 +27,11 @@ def _same(got, want) -> None:
     assert json.dumps(got.report.to_dict()) == json.dumps(want.report.to_dict())
 
 
+MINI_SWE_AGENT = TRACES / "mini-swe-agent" / "deepseek_chat_dev_rerun__pylint-dev__astroid-1333.traj.json"
+
+
 def _mini_swe_agent() -> list:
-    return load_json(TRACES / "mini-swe-agent" / "deepseek_chat_dev_rerun__pylint-dev__astroid-1333.traj.json")["messages"]
+    return load_json(MINI_SWE_AGENT)["messages"]
 
 
 @pytest.mark.parametrize("rules", PRESETS)
