@@ -103,10 +103,30 @@ def _mentions_content(node) -> bool:
     return False
 
 
+def _strips_unrecognisably(data: dict) -> bool:
+    """Whether the file strips assistant turns without a marker while a rule reads what
+    stripping changes (their size, text or thinking): the documented exception to idempotence."""
+    actions = [a for r in data.get("rules") or [] for a in (r["action"] if isinstance(r["action"], list)
+                                                             else [r["action"]])]
+    unmarked = any(a == "strip-text" or (isinstance(a, dict) and "strip-text" in a
+                                         and "marker" not in (a["strip-text"] or {})) for a in actions)
+    return unmarked and _mentions_any([r["match"] for r in data.get("rules") or []],
+                                      {"size", "text", "where", "has_thinking"})
+
+
+def _mentions_any(node, keys: set) -> bool:
+    if isinstance(node, dict):
+        return bool(keys & set(node)) or any(_mentions_any(v, keys) for v in node.values())
+    if isinstance(node, list):
+        return any(_mentions_any(n, keys) for n in node)
+    return False
+
+
 def _run(messages: list, files: list, idempotent: bool, fmt: str) -> None:
     # Idempotence is promised for a single file that keeps compacted items first and whose
-    # decisions do not read sizes compaction changes; check it there, everything else always.
-    if idempotent and len(files) == 1 and not _size_dependent(files[0]) and files[0].get("rules"):
+    # decisions do not read what compaction changes; check it there, everything else always.
+    if (idempotent and len(files) == 1 and not _size_dependent(files[0]) and files[0].get("rules")
+            and not _strips_unrecognisably(files[0])):
         files = [{**files[0], "rules": [KEEP_COMPACTED] + [r for r in files[0]["rules"]
                                                             if r["name"] != "keep-compacted"]}]
         files[0].pop("remove_rules", None)
