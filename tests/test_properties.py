@@ -24,7 +24,7 @@ from invariants import check_invariants  # noqa: E402
 from rules_compact import compact, load_rules  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
 from rules_compact.view import View  # noqa: E402
-from rules_compact.resources import rule_schema  # noqa: E402
+from rules_compact.resources import bundled_rules, rule_schema  # noqa: E402
 from strategies import (  # noqa: E402
     ACTION_KINDS, MATCHER_KINDS, TOP_LEVEL_KEYS, anthropic_conversations, conversations, openai_conversations,
     rule_files, to_ruleset,
@@ -103,15 +103,21 @@ def _mentions_content(node) -> bool:
     return False
 
 
-def _strips_unrecognisably(data: dict) -> bool:
-    """Whether the file strips assistant turns without a marker while a rule reads what
-    stripping changes (their size, text or thinking): the documented exception to idempotence."""
-    actions = [a for r in data.get("rules") or [] for a in (r["action"] if isinstance(r["action"], list)
-                                                             else [r["action"]])]
+DEFAULT_RULES = yaml.safe_load(bundled_rules("default").read_text(encoding="utf-8"))["rules"]
+
+
+def _reads_what_actions_change(data: dict) -> bool:
+    """Whether a rule reads what an action changes and nothing recognises afterwards (the
+    documented exceptions to idempotence): an assistant turn's size, text or thinking after a
+    strip-text without a marker; a call's arguments after clear-inputs."""
+    rules = (data.get("rules") or []) + (DEFAULT_RULES if data.get("extends") == "default" else [])
+    actions = [a for r in rules for a in (r["action"] if isinstance(r["action"], list) else [r["action"]])]
+    names = {a if isinstance(a, str) else next(iter(a)) for a in actions}
     unmarked = any(a == "strip-text" or (isinstance(a, dict) and "strip-text" in a
                                          and "marker" not in (a["strip-text"] or {})) for a in actions)
-    return unmarked and _mentions_any([r["match"] for r in data.get("rules") or []],
-                                      {"size", "text", "where", "has_thinking"})
+    matches = [r["match"] for r in rules] + [data.get("error_when") or {}]
+    return ((unmarked and _mentions_any(matches, {"size", "text", "where", "has_thinking"}))
+            or ("clear-inputs" in names and _mentions_any(matches, {"superseded", "where"})))
 
 
 def _mentions_any(node, keys: set) -> bool:
@@ -126,7 +132,7 @@ def _run(messages: list, files: list, idempotent: bool, fmt: str) -> None:
     # Idempotence is promised for a single file that keeps compacted items first and whose
     # decisions do not read what compaction changes; check it there, everything else always.
     if (idempotent and len(files) == 1 and not _size_dependent(files[0]) and files[0].get("rules")
-            and not _strips_unrecognisably(files[0])):
+            and not _reads_what_actions_change(files[0])):
         files = [{**files[0], "rules": [KEEP_COMPACTED] + [r for r in files[0]["rules"]
                                                             if r["name"] != "keep-compacted"]}]
         files[0].pop("remove_rules", None)
