@@ -172,7 +172,8 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
 
     @cache
     def decided() -> tuple[Decision, ...]:
-        decided_view = view if not start else full if boundary == len(messages) else full.prefix(boundary)
+        decided_view = view if not start else full if boundary == len(messages) else _region(
+            messages, ruleset, fmt, sizes, boundary, None)
         made = (_decision(decided_view, item, *record) for item, record in zip(decided_view.items, records))
         return tuple(_unapplied(d, unapplied) if d.changed else d for d in made) if unapplied else tuple(made)
 

@@ -90,14 +90,6 @@ class View:
     def last_assistant(self) -> int | None:
         return self._scan.last_assistant
 
-    def prefix(self, count: int) -> View:
-        """The view of the first ``count`` messages, reusing their measured sizes."""
-        view = View(self.messages[:count], self.fmt, self.ruleset)
-        if self._message_tokens is not None:
-            view._message_tokens = self._message_tokens[:count]
-            view._message_chars = self._message_chars[:count]
-        return view
-
     # -- sizes -------------------------------------------------------------
     def tokens_of_message(self, msg: Any) -> int:
         return self.estimate.of_message(msg, self.fmt.message_pieces(msg))
