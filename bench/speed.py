@@ -19,7 +19,11 @@ size, in the same run, the time per call of:
 * LangChain ClearToolUsesEdit: what ContextEditingMiddleware does on every model call with its
   defaults: ``deepcopy`` of the message list, then ``ClearToolUsesEdit().apply`` with
   ``count_tokens_approximately``, on the same conversation converted to langchain_core messages
-  (converted once, outside the timing: an agent built on LangChain holds them already).
+  (converted once, outside the timing: an agent built on LangChain holds them already);
+* keep-recent-results in RulesCompactMiddleware, next round: what our LangChain middleware does
+  per model call on those messages (rules_compact.integrations.langchain.translated: the
+  conversion to dicts and back, remembered per message, around a Compactor), on a middleware
+  that has handled the rounds before.
 
 Then a 1,000-round replay (a conversation with 1,000 assistant turns; every round compacts the
 history up to that turn, as an agent loop would): the total time spent in the compaction calls.
@@ -62,6 +66,7 @@ DEFAULT_TARGET_MS = 10.0  # the default rules at 10,000 messages
 PRESET_TARGET_RATIO = 1.5  # keep-recent-results vs the seed-000 loop
 LANGCHAIN_TARGET_RATIO = 20.0  # LangChain's time over the preset's, at 1,000 messages
 ROUNDS = 10  # rounds averaged in "next round"
+MIDDLEWARE = "keep-recent-results in RulesCompactMiddleware"
 
 
 # -- the machine ---------------------------------------------------------------------------
@@ -132,17 +137,19 @@ def per_call(fn, repeats: int, min_time: float) -> float:
     return statistics.median(samples)
 
 
-def per_round(make, msgs: list, repeats: int, rounds: int = ROUNDS) -> float:
+def per_round(make, msgs: list, repeats: int, rounds: int = ROUNDS, shown: list | None = None) -> float:
     """Median over ``repeats`` of the mean time of the last ``rounds`` rounds up to ``msgs``,
-    on a Compactor (from ``make()``) that has handled the rounds before them."""
+    on a Compactor (from ``make()``) that has handled the rounds before them.  ``shown``: the
+    same conversation as the callable takes it (LangChain messages), when not ``msgs``."""
     ends = [i + 1 for i, m in enumerate(msgs) if m.get("role") == "tool"]
     ends = [e for e in ends if e < len(msgs)][-(rounds + 2):] + [len(msgs)]
+    shown = msgs if shown is None else shown
     samples = []
     for _ in range(repeats):
         compactor = make()
         for end in ends[:2]:  # two calls before: the second takes the copies verify needs
-            compactor(msgs[:end])
-        histories = [msgs[:end] for end in ends[2:]]
+            compactor(shown[:end])
+        histories = [shown[:end] for end in ends[2:]]
         start = time.perf_counter()
         for history in histories:
             compactor(history)
@@ -241,10 +248,13 @@ def main(argv=None) -> int:
                 times[f"{name}: Compactor(verify={verify}), next round"] = per_round(
                     lambda: Compactor(rules, format="openai", verify=verify), msgs, args.repeats)
         if lc is not None:
+            from rules_compact.integrations.langchain import translated
             call, to_lc = lc
             lc_msgs = [to_lc(m) for m in msgs]
             times["LangChain ClearToolUsesEdit (deepcopy + apply)"] = per_call(
                 lambda: call(lc_msgs), args.repeats, args.min_time)
+            times[f"{MIDDLEWARE}, next round"] = per_round(
+                lambda: translated(preset, on_compact=lambda report: None), msgs, args.repeats, shown=lc_msgs)
         for label, seconds in times.items():
             rows.append((f"{n:,}", label, fmt_time(seconds), f"{seconds / base:.2f}x"))
         verdicts += _verdicts(n, base, times)
@@ -291,6 +301,10 @@ def _verdicts(n: int, base: float, times: dict) -> list[str]:
             faster = lc / times[f"keep-recent-results: {way}"]
             out.append(f"{n:,} messages: keep-recent-results, {way}: {faster:.1f}x faster than LangChain "
                        f"(target >= {LANGCHAIN_TARGET_RATIO:g}x: {met(faster >= LANGCHAIN_TARGET_RATIO)})")
+    middleware = times.get(f"{MIDDLEWARE}, next round")
+    if n == 1_000 and middleware is not None:
+        out.append(f"{n:,} messages: {MIDDLEWARE}: {times['LangChain ClearToolUsesEdit (deepcopy + apply)'] / middleware:.1f}x "
+                   "faster than LangChain's own middleware (no target: what a LangChain agent sees)")
         if n == 10_000:
             ms = times[f"default rules: {way}"] * 1e3
             out.append(f"{n:,} messages: default rules, {way}: {ms:.2f} ms "

@@ -4,6 +4,7 @@ langchain_core's GenericFakeChatModel through several tool rounds."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +18,10 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 
-from rules_compact import load_rules  # noqa: E402
-from rules_compact.integrations.langchain import RulesCompactMiddleware, to_openai  # noqa: E402
+from rules_compact import compact, load_rules  # noqa: E402
+from rules_compact.integrations.langchain import RulesCompactMiddleware, apply_changes, to_openai, translated  # noqa: E402
+from rules_compact.readers import read_conversations  # noqa: E402
+from reference.langchain_context_editing import to_langchain  # noqa: E402
 
 RULES = load_rules("""
 version: 1
@@ -147,3 +150,46 @@ def test_conversion_keeps_what_rules_need():
         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}
     err = ToolMessage(content="boom", tool_call_id="c1", status="error")
     assert to_openai(err) == {"role": "tool", "content": "boom", "tool_call_id": "c1", "is_error": True}
+
+
+TRACE = Path(__file__).parent / "data" / "traces" / "mini-swe-agent" / \
+    "deepseek_lite_dev__marshmallow-code__marshmallow-1343.traj.json"
+
+
+def expected(messages: list, rules) -> list:
+    """What the model should get: the engine's one-off result on fresh conversions."""
+    dicts = [to_openai(m) for m in messages]
+    after = compact(dicts, rules, format="openai").messages
+    return [m if a is d else apply_changes(m, d, a) for m, d, a in zip(messages, dicts, after)]
+
+
+@pytest.mark.parametrize("rules", ["default", "preset:keep-recent-results"])
+def test_rounds_reuse_conversions_and_notice_edits(rules, monkeypatch):
+    """Round after round on a real trace the model gets what a one-off compaction gives; each
+    message is converted once; a message whose attributes are reassigned, or whose content
+    list grows in place, is converted again and compacted as it now is."""
+    messages = [to_langchain(m) for m in read_conversations(TRACE.read_bytes(), TRACE.name)[0].messages]
+    ends = [i + 1 for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
+    compact_round = translated(rules, on_compact=lambda r: None)
+    converted = []
+    monkeypatch.setattr(compact_round, "to_dict", lambda m: converted.append(m) or to_openai(m))
+    changed_rounds = 0
+    for end in ends:
+        out = compact_round(messages[:end])
+        assert out == expected(messages[:end], rules)
+        changed_rounds += any(a is not b for a, b in zip(out, messages))
+    assert changed_rounds > len(ends) // 2
+    assert len(converted) == len(messages[:ends[-1]]) == len({id(m) for m in converted})
+
+    history = messages[:ends[-1]]
+    old = next(i for i, m in enumerate(history) if isinstance(m, ToolMessage))
+    before = compact_round(history)
+    assert before[old].content != history[old].content  # cleared, so an edit shows only if noticed
+    history[old].content = [{"type": "text", "text": "ok"}]  # reassigned: now small, so kept
+    after = compact_round(history)
+    assert after == expected(history, rules)
+    assert after[old].content == [{"type": "text", "text": "ok"}]
+    history[old].content.append({"type": "text", "text": "more " * 400})  # grown in place: cleared again
+    after = compact_round(history)
+    assert after == expected(history, rules)
+    assert after[old].content != history[old].content

@@ -27,8 +27,8 @@ from rules_compact.integrations.pydantic_ai import (  # noqa: E402
     compact_history,
     history_processor,
     to_anthropic,
+    translated,
 )
-from rules_compact.integrations._common import Hook  # noqa: E402
 
 try:
     from pydantic_ai.capabilities import ProcessHistory
@@ -167,7 +167,7 @@ rules:
         ModelRequest(parts=[ToolReturnPart(tool_name="t", content="ok", tool_call_id="c2")]),
     ]
     assert to_anthropic(messages[2])["content"][0]["is_error"] is True
-    out = compact_history(messages, Hook(rules, on_compact=lambda r: None))
+    out = compact_history(messages, rules)
     assert out[0] is messages[0] and out[4] is messages[4]
     assert out[1].parts[0] is pinned
     assert [type(p).__name__ for p in out[1].parts] == ["ThinkingPart", "TextPart", "ToolCallPart"]
@@ -175,3 +175,19 @@ rules:
     assert out[2].parts[0].content == "[Previous: used t]" and out[2].parts[0].outcome == "failed"
     assert dataclasses.replace(messages[1]).parts == messages[1].parts  # the input is untouched
     assert messages[1].parts[1].content == "hm"
+
+
+def test_rounds_notice_edits_to_parts():
+    """The history processor converts each message once; a part replaced in a message's part
+    list (here by an error result) is noticed on the next call and compacted as it now is."""
+    messages = [ModelRequest(parts=[UserPromptPart(content="go")])]
+    for n in range(3):
+        messages += [ModelResponse(parts=[ToolCallPart(tool_name="read_file", args={"n": n}, tool_call_id=f"c{n}")]),
+                     ModelRequest(parts=[ToolReturnPart(tool_name="read_file", content="x" * 500, tool_call_id=f"c{n}")])]
+    process = translated(RULES, on_compact=lambda r: None)
+    first = process(messages)
+    assert [p.content for m in first[2::2] for p in m.parts] == ["[Previous: used read_file]"] * 2 + ["x" * 500]
+    assert process(messages)[2] is first[2]  # the compacted copy is made once
+    messages[2].parts[0] = ToolReturnPart(tool_name="read_file", content="boom", tool_call_id="c0", outcome="failed")
+    assert process(messages) == compact_history(messages, RULES)
+    assert process(messages)[2].parts[0].content == "boom"  # an error result: kept

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 from ..compactor import Compactor
 from ..engine import Result, resolve_rules
 from ..model import RuleSet
 from ..report import Report
 
-__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook"]
+__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook", "Translated"]
 
 logger = logging.getLogger("rules_compact.integrations")
 
@@ -47,10 +47,11 @@ class Hook:
     """The rules, loaded once, and the callback: ``run(messages, format)`` compacts and notifies.
 
     A :class:`~rules_compact.Compactor` does the work, so a host that hands over the same
-    message objects round after round gets the previous round's decisions reused."""
+    message objects round after round gets the previous round's decisions reused.
+    ``verify=False`` when the messages are the integration's own dicts (see Translated)."""
 
-    def __init__(self, rules: Rules = None, on_compact: OnCompact | None = None):
-        self.compactor = Compactor(rules)
+    def __init__(self, rules: Rules = None, on_compact: OnCompact | None = None, verify: bool = True):
+        self.compactor = Compactor(rules, verify=verify)
         self.rulesets = self.compactor.rulesets
         self.on_compact = on_compact if on_compact is not None else log_report
 
@@ -58,3 +59,50 @@ class Hook:
         result = self.compactor(messages, format=format)
         self.on_compact(result.report)
         return result
+
+
+class Translated:
+    """A framework's message objects as the dicts the rules see, and back, remembered between
+    calls.
+
+    A framework hands over the same message objects round after round: each is converted once,
+    and its compacted form is rebuilt only when compaction hands back a new dict for it, so
+    the Compactor's reuse carries through to the framework's objects.  A message whose
+    attributes were reassigned since the previous call, or whose list attributes changed, is
+    converted again (compared by identity); an edit made in place deeper down (inside a dict
+    or a part) is not seen: replace the message, as LangChain's and pydantic-ai's own
+    histories do."""
+
+    def __init__(self, hook: Hook, format: str, to_dict: Callable[[Any], dict],
+                 from_dict: Callable[[Any, dict, dict], Any]):
+        self.hook, self.format, self.to_dict, self.from_dict = hook, format, to_dict, from_dict
+        self._entries: dict[int, list] = {}  # id(message) -> [message, state, dict, output dict, output]
+
+    def __call__(self, messages: Sequence) -> list:
+        """The compacted copy of ``messages``: unchanged messages are the same objects."""
+        previous, entries = self._entries, {}
+        for msg in messages:
+            state = _state(msg)
+            entry = previous.get(id(msg))
+            if entry is None or entry[0] is not msg or entry[1] != state:
+                entry = [msg, state, self.to_dict(msg), None, msg]
+            entries[id(msg)] = entry
+        self._entries = entries
+        rows = [entries[id(msg)] for msg in messages]
+        result = self.hook.run([row[2] for row in rows], self.format)
+        out = []
+        for row, after in zip(rows, result.messages):
+            if after is not row[3]:
+                msg, before = row[0], row[2]
+                row[3], row[4] = after, msg if after is before else self.from_dict(msg, before, after)
+            out.append(row[4])
+        return out
+
+
+def _state(msg: Any) -> Any:
+    """What tells a message object edited since it was converted: its attribute values (a
+    list's as a tuple of its items); a fresh object, never equal, when it has no ``__dict__``."""
+    fields = getattr(msg, "__dict__", None)
+    if fields is None:
+        return object()
+    return tuple(tuple(v) if type(v) is list else v for v in fields.values())

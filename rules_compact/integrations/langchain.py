@@ -35,9 +35,9 @@ from typing import Any, Awaitable, Callable
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 
-from ._common import Hook, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules, Translated
 
-__all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "compact_messages"]
+__all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "translated", "compact_messages"]
 
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
@@ -96,12 +96,15 @@ def apply_changes(msg: BaseMessage, before: dict, after: dict) -> BaseMessage:
     return msg.model_copy(update=update) if update else msg
 
 
-def compact_messages(messages: list[BaseMessage], compactor: Hook) -> list[BaseMessage]:
-    """The compacted copy of ``messages``: unchanged messages are the same objects."""
-    dicts = [to_openai(m) for m in messages]
-    result = compactor.run(dicts, "openai")
-    return [m if after is before else apply_changes(m, before, after)
-            for m, before, after in zip(messages, dicts, result.messages)]
+def translated(rules: Rules = None, on_compact: OnCompact | None = None) -> Translated:
+    """LangChain messages -> their compacted copies, remembered between calls (see Translated):
+    unchanged messages are the same objects."""
+    return Translated(Hook(rules, on_compact, verify=False), "openai", to_openai, apply_changes)
+
+
+def compact_messages(messages: list[BaseMessage], rules: Rules = None) -> list[BaseMessage]:
+    """One-off form of :func:`translated` (loads ``rules`` on each call)."""
+    return translated(rules, lambda report: None)(messages)
 
 
 class RulesCompactMiddleware(AgentMiddleware):
@@ -114,12 +117,12 @@ class RulesCompactMiddleware(AgentMiddleware):
 
     def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None):
         super().__init__()
-        self.compactor = Hook(rules, on_compact)
+        self.compact = translated(rules, on_compact)
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         if not request.messages:
             return request
-        return request.override(messages=compact_messages(list(request.messages), self.compactor))
+        return request.override(messages=self.compact(request.messages))
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse | AIMessage:

@@ -54,9 +54,9 @@ from typing import Any, Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
-from ._common import Hook, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules, Translated
 
-__all__ = ["history_processor", "RulesCompactCapability", "to_anthropic", "from_anthropic", "compact_history"]
+__all__ = ["history_processor", "RulesCompactCapability", "to_anthropic", "from_anthropic", "translated", "compact_history"]
 
 TAG = "_rules_compact_part"  # the part index a block stands for (a private key, never sent)
 ERROR_OUTCOMES = frozenset({"failed", "retried"})
@@ -187,21 +187,25 @@ def from_anthropic(msg: ModelMessage, before: dict, after: dict) -> ModelMessage
     return dataclasses.replace(msg, parts=new_parts)
 
 
-def compact_history(messages: Sequence[ModelMessage], compactor: Hook) -> list[ModelMessage]:
-    """The compacted copy of ``messages``; unchanged messages are the same objects."""
-    dicts = [to_anthropic(m) for m in messages]
-    result = compactor.run(dicts, "anthropic")
-    return [from_anthropic(m, before, after) for m, before, after in zip(messages, dicts, result.messages)]
+def translated(rules: Rules = None, on_compact: OnCompact | None = None) -> Translated:
+    """pydantic-ai messages -> their compacted copies, remembered between calls (see
+    Translated): unchanged messages are the same objects."""
+    return Translated(Hook(rules, on_compact, verify=False), "anthropic", to_anthropic, from_anthropic)
+
+
+def compact_history(messages: Sequence[ModelMessage], rules: Rules = None) -> list[ModelMessage]:
+    """One-off form of :func:`translated` (loads ``rules`` on each call)."""
+    return translated(rules, lambda report: None)(messages)
 
 
 def history_processor(rules: Rules = None, *, on_compact: OnCompact | None = None):
     """A pydantic-ai history processor applying ``rules``: pass it to ``ProcessHistory`` (2.x)
     or ``history_processors=`` (1.x).  ``on_compact(report)`` is called on every model request;
     by default, requests that changed something are logged on ``rules_compact.integrations``."""
-    compactor = Hook(rules, on_compact)
+    compact = translated(rules, on_compact)
 
     def rules_compact_history(messages: list[ModelMessage]) -> list[ModelMessage]:
-        return compact_history(messages, compactor)
+        return compact(messages)
 
     return rules_compact_history
 
@@ -219,10 +223,10 @@ def _capability_class():
         on_compact: OnCompact | None = None
 
         def __post_init__(self):
-            self._compactor = Hook(self.rules, self.on_compact)
+            self._compact = translated(self.rules, self.on_compact)
 
         async def before_model_request(self, ctx, request_context):
-            messages = compact_history(list(request_context.messages), self._compactor)
+            messages = self._compact(request_context.messages)
             return dataclasses.replace(request_context, messages=messages)
 
         @classmethod
