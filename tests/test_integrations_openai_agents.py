@@ -131,3 +131,30 @@ def test_filtered_input_is_a_valid_responses_request():
     _, calls = run(input_filter(RULES, on_compact=lambda r: None))
     for call in calls:
         assert conforms(call.input, ResponseInputParam), call.input
+
+
+def test_rebuilt_items_each_call():
+    """The SDK builds new item objects for every call: each call still gets what a one-off
+    compaction gives (also when an earlier item differs from the previous call's), and every
+    item no rule changed is the object that call passed in."""
+    from rules_compact import compact
+    from rules_compact.integrations._common import Hook
+    from rules_compact.integrations.openai_agents import _SameItems
+
+    items = [{"type": "message", "role": "user", "content": "read every file"}]
+    for i in range(30):
+        items += [{"type": "reasoning", "id": f"rs_{i}", "encrypted_content": f"opaque-{i}", "summary": []},
+                  {"type": "message", "role": "assistant", "id": f"msg_{i}",
+                   "content": [{"type": "output_text", "text": f"reading file {i} " + "because " * 40}]},
+                  {"type": "function_call", "call_id": f"call-{i}", "name": "read_file",
+                   "arguments": f'{{"path": "f{i}.py"}}'},
+                  {"type": "function_call_output", "call_id": f"call-{i}", "output": f"file {i}\n" + "x" * 400}]
+    compact_round = _SameItems(Hook("default", lambda report: None))
+    for end in range(5, len(items) + 1, 4):
+        passed = copy.deepcopy(items[:end])
+        if end == 65:  # an earlier item differs in this call only
+            passed[4]["output"] = "short"
+        out = compact_round(passed)
+        assert out == compact(copy.deepcopy(passed), "default", format="responses").messages
+        assert all(after is item or after != item for after, item in zip(out, passed))
+    assert sum(after != item for after, item in zip(out, passed)) > 20
