@@ -151,6 +151,25 @@ class Format:
         raise NotImplementedError
 
 
+def assistant_item(index: int, msg_index: int, calls: list, text: str, answered: set[str], span: int | None,
+                   has_thinking: bool) -> Item:
+    """The item of an assistant turn with ``calls`` (``(id, name, call)``)."""
+    ids = tuple(c[0] for c in calls)
+    return Item(index, "assistant", msg_index, None, None, None, None, None, tuple(c[1] or "" for c in calls), ids,
+                text, False, False, not answered.issuperset(ids), span, None, has_thinking)
+
+
+_NO_CALL = (None, None, None)
+
+
+def result_item(index: int, msg_index: int, block_index: int | None, call_id: str | None, is_error: bool,
+                text: str, call_at: dict, span: int | None, prev_assistant: int | None) -> Item:
+    """The item of a tool result, linked through ``call_at`` (call id -> (call, message, name))."""
+    call, call_msg, name = call_at.get(call_id, _NO_CALL) if call_id is not None else _NO_CALL
+    return Item(index, "tool_result", msg_index, block_index, name, call_id, call, call_msg, (), (),
+                text, is_error, call is None, False, span, prev_assistant)
+
+
 def _build_scan(messages: list, fmt: Format) -> Scan:
     """Shared scan: link results to calls, number spans, find user turns."""
     call_at: dict[str, tuple[dict, int, str | None]] = {}
@@ -172,7 +191,6 @@ def _build_scan(messages: list, fmt: Format) -> Scan:
     span_starts: list[int] = []
     span: int | None = None
     last_assistant = None
-    missing = (None, None, None)
     for i, (role, calls, results) in enumerate(found):
         if role == "assistant":
             last_assistant = i
@@ -181,18 +199,15 @@ def _build_scan(messages: list, fmt: Format) -> Scan:
                 span = len(span_starts) - 1
             else:
                 span = None
-            ids = tuple(c[0] for c in calls)
             msg = messages[i]
-            items.append(Item(len(items), "assistant", i, None, None, None, None, None,
-                              tuple(c[1] or "" for c in calls), ids, fmt.assistant_text(msg), False, False,
-                              not answered.issuperset(ids), span, None, fmt.has_thinking(msg)))
+            items.append(assistant_item(len(items), i, calls, fmt.assistant_text(msg), answered, span,
+                                        fmt.has_thinking(msg)))
             continue
         if not results:
             span = None
         for call_id, block_index, is_error, text in results:
-            call, call_msg, name = call_at.get(call_id, missing) if call_id is not None else missing
-            items.append(Item(len(items), "tool_result", i, block_index, name, call_id, call, call_msg, (), (),
-                              text, is_error, call is None, False, span, last_assistant))
+            items.append(result_item(len(items), i, block_index, call_id, is_error, text, call_at, span,
+                                     last_assistant))
         if role == "user" and fmt.is_user_turn(messages[i]):
             user_turns.append(i)
     return Scan(tuple(items), tuple(user_turns), tuple(span_starts), last_assistant, tuple(f[1] for f in found))

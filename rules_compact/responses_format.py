@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .formats import FORMATS, Format, Item, KeepText, Scan, dumps_args
+from .formats import FORMATS, Format, Item, KeepText, Scan, assistant_item, dumps_args, result_item
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -240,29 +240,18 @@ class ResponsesFormat(Format):
                     span = len(span_starts) - 1
                 else:
                     span = None
-                ids = tuple(c[0] for c in calls)
-                items.append(Item(
-                    index=len(items), kind="assistant", msg_index=i, block_index=None, tool_name=None,
-                    tool_call_id=None, call=None, call_msg_index=None,
-                    call_names=tuple(c[1] or "" for c in calls), call_ids=ids,
-                    text=self.assistant_text(messages[turn.message]) if turn.message is not None else "",
-                    is_error=False, orphan=False, dangling=any(c not in answered for c in ids), span=span,
-                    has_thinking=turn.thinking))
+                text = self.assistant_text(messages[turn.message]) if turn.message is not None else ""
+                items.append(assistant_item(len(items), i, calls, text, answered, span, turn.thinking))
                 continue
             results = self.results(msg)
             if not results:
                 span = None
             for call_id, _, is_error, text in results:
-                call, call_msg, name = call_at.get(call_id, (None, None, None)) if call_id is not None \
-                    else (None, None, None)
+                call_msg = call_at[call_id][1] if call_id in call_at else None
                 prev = last_turn.anchor if last_turn is not None else None
                 if last_turn is not None and call_msg is not None and call_msg in last_turn.calls:
                     prev = call_msg  # the call is in the nearest turn before the result
-                items.append(Item(
-                    index=len(items), kind="tool_result", msg_index=i, block_index=None,
-                    tool_name=name, tool_call_id=call_id, call=call, call_msg_index=call_msg,
-                    call_names=(), call_ids=(), text=text, is_error=is_error, orphan=call is None,
-                    dangling=False, span=span, prev_assistant=prev))
+                items.append(result_item(len(items), i, None, call_id, is_error, text, call_at, span, prev))
             if self.is_user_turn(msg):
                 user_turns.append(i)
         return Scan(tuple(items), tuple(user_turns), tuple(span_starts),
