@@ -61,7 +61,7 @@ class Compactor:
         else:
             sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset)
             boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
-            budget_moved = ruleset.budget.stop_at_tokens is not None and sum(sizes.tokens) != memo.total
+            budget_moved = ruleset.budget.stop_at_tokens is not None and sizes.total_tokens != memo.total
             if boundary == memo.boundary and not budget_moved:
                 return memo.reuse(messages, sizes, ruleset)
             done = run_pass(messages, ruleset, fmt, sizes, memo.done.resume)
@@ -107,7 +107,7 @@ class _Memo:
         inputs = messages[:boundary]
         snapshot = kept[:boundary] + [_copy(m) for m in inputs[len(kept):]] if copy else None
         return cls(fmt, boundary, inputs, snapshot, done.messages[:boundary], done.sizes.head(boundary),
-                   sum(done.sizes.tokens), done, messages[0] if messages else None)
+                   done.sizes.total_tokens, done, messages[0] if messages else None)
 
     def verified(self, messages: list, verify: bool) -> bool:
         """Whether ``messages`` starts with the messages the pass decided on, unchanged (the
@@ -115,7 +115,7 @@ class _Memo:
         count = self.boundary
         if len(messages) < count or (verify and self.snapshot is None):
             return False
-        return all(map(operator.is_, messages[:count], self.inputs)) and (
+        return all(map(operator.is_, messages, self.inputs)) and (
             not verify or messages[:count] == self.snapshot)
 
     def reuse(self, messages: list, sizes: Sizes, ruleset: RuleSet) -> Pass:

@@ -99,11 +99,11 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
     that ``messages`` extends), the rules are evaluated only after ``resume.start``."""
     sizes = sizes or Sizes.of(messages, fmt, ruleset)
     boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
-    tokens, chars = sum(sizes.tokens), sum(sizes.chars)
+    tokens, chars = sizes.total_tokens, sizes.total_chars
     base = dict(ruleset=ruleset.name, source=ruleset.source, tokens_before=tokens, chars_before=chars,
                 over_budget_tokens=ruleset.over_budget_tokens, idempotent=ruleset.idempotent)
     trigger = ruleset.trigger
-    decided_tokens = sum(sizes.tokens[:boundary])
+    decided_tokens = tokens if boundary == len(messages) else sum(sizes.tokens[:boundary])
     decided_results = bisect_left(sizes.results, boundary)
     skip = ("disabled" if not ruleset.enabled
             else f"not triggered: {decided_tokens} tokens <= {trigger.tokens_over}"
@@ -117,12 +117,13 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
 
     full = View(messages, fmt, ruleset, sizes)
     if resume is not None and resume.start <= boundary and resume.start:
+        resume = resume.owned()
         view = _region(messages, ruleset, fmt, sizes, boundary, resume)
         if crosses(view, resume):
             return run_pass(messages, ruleset, fmt, sizes)
         start = superseding_start(view, resume, ruleset.finality)
         if start < resume.start:
-            resume = resume.cut(start) if start else None
+            resume = resume.cut(start, sizes) if start else None
             view = _region(messages, ruleset, fmt, sizes, boundary, resume)
     else:
         resume = None
@@ -132,10 +133,11 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
     editor = _Editor(view.messages, view)
     message_tokens = sizes.tokens[start:boundary]  # after the actions so far
     message_chars = sizes.chars[start:boundary]
-    total = tokens - (sum(sizes.tokens[:start]) - sum(resume.tokens_after) if start else 0)
-    chars_after = chars - (sum(sizes.chars[:start]) - sum(resume.chars_after) if start else 0)
+    total = tokens - (resume.saved_tokens if start else 0)
+    chars_after = chars - (resume.saved_chars if start else 0)
     cleared = removed = 0
-    records: list[tuple] = list(resume.records) if start else []  # Decisions are made on demand
+    items_before = len(resume.records) if start else 0  # items before the view
+    records: list[tuple] = []  # per item of the view; Decisions are made on demand
     for item in view.items:
         rule = _first_rule(ruleset, item, view)
         error = view.is_error(item)
@@ -174,11 +176,11 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
     def decided() -> tuple[Decision, ...]:
         decided_view = view if not start else full if boundary == len(messages) else _region(
             messages, ruleset, fmt, sizes, boundary, None)
-        made = (_decision(decided_view, item, *record) for item, record in zip(decided_view.items, records))
+        every = resume.records[:items_before] + records if start else records
+        made = (_decision(decided_view, item, *record) for item, record in zip(decided_view.items, every))
         return tuple(_unapplied(d, unapplied) if d.changed else d for d in made) if unapplied else tuple(made)
 
-    evaluated = records[len(records) - len(view.items):]
-    changed = 0 if unapplied else (resume.changed if start else 0) + sum(1 for r in evaluated if r[2])
+    changed = 0 if unapplied else (resume.changed if start else 0) + sum(1 for r in records if r[2])
     report = PassReport(ran=True, reason=_reason(ruleset, boundary), tokens_after=total, chars_after=chars_after,
                         changed=changed, gate=gate, details=report_details(decided, full), **base)
     settled = None

@@ -12,18 +12,21 @@ that result superseded (``superseding_start``: the pass resumes from before that
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 
 from .model import Finality
-from .view import View, signature
+from .view import Sizes, View, signature
 
 __all__ = ["Resume", "crosses", "superseding_start", "follow"]
 
 
 @dataclass(frozen=True)
 class Resume:
-    """Messages ``[:start]`` of a pass's input, settled, and what the pass made of them."""
+    """Messages ``[:start]`` of a pass's input, settled, and what the pass made of them.
+
+    The lists and sets grow in place from one call to the next (``follow``): each is owned by
+    the newest Resume, and ``owned`` hands out copies when an older one is resumed from again."""
 
     start: int
     outputs: list  # the pass's output messages
@@ -32,27 +35,45 @@ class Resume:
     item_messages: list[int]  # the message of each item
     tokens_after: list[int]  # per output message
     chars_after: list[int]
+    saved_tokens: int  # tokens before minus tokens after, over messages [:start]
+    saved_chars: int
     item_calls: list[tuple[str, ...]]  # per item: the ids of an assistant turn's calls
     item_results: list[str | None]  # per item: the call id a result answers
-    call_ids: frozenset[str]
-    answered: frozenset[str]
+    call_ids: set[str]
+    answered: set[str]
     user_turns: list[int]
     latest: dict  # superseded key -> {call signature: message to resume from to re-decide its result}
 
-    def cut(self, start: int) -> Resume:
-        """The same, settled only up to message ``start``."""
+    lengths: tuple = field(default=(), compare=False, repr=False)  # of the above, when made
+
+    def __post_init__(self):
+        object.__setattr__(self, "lengths", self._lengths())
+
+    def _lengths(self) -> tuple:
+        return (len(self.outputs), len(self.records), len(self.item_messages), len(self.tokens_after),
+                len(self.item_calls), len(self.call_ids), len(self.answered), len(self.user_turns),
+                tuple((key, len(table)) for key, table in self.latest.items()))
+
+    def cut(self, start: int, sizes: Sizes | None = None) -> Resume:
+        """The same, settled only up to message ``start``, in lists of its own (``sizes``: of
+        the pass's input, needed when ``start`` is earlier)."""
         n = bisect_left(self.item_messages, start)
+        records, tokens_after, chars_after = self.records[:n], self.tokens_after[:start], self.chars_after[:start]
+        if start == self.start:
+            saved_tokens, saved_chars = self.saved_tokens, self.saved_chars
+        else:
+            saved_tokens = sum(sizes.tokens[:start]) - sum(tokens_after)
+            saved_chars = sum(sizes.chars[:start]) - sum(chars_after)
         return Resume(
-            start, self.outputs[:start], self.records[:n], sum(1 for r in self.records[:n] if r[2]),
-            self.item_messages[:n], self.tokens_after[:start],
-            self.chars_after[:start], self.item_calls[:n], self.item_results[:n],
-            frozenset(chain.from_iterable(self.item_calls[:n])),
-            frozenset(r for r in self.item_results[:n] if r is not None),
+            start, self.outputs[:start], records, sum(1 for r in records if r[2]), self.item_messages[:n],
+            tokens_after, chars_after, saved_tokens, saved_chars, self.item_calls[:n], self.item_results[:n],
+            set(chain.from_iterable(self.item_calls[:n])), {r for r in self.item_results[:n] if r is not None},
             [u for u in self.user_turns if u < start],
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in self.latest.items()})
 
-
-EMPTY = Resume(0, [], [], 0, [], [], [], [], [], frozenset(), frozenset(), [], {})
+    def owned(self) -> Resume:
+        """This Resume, to grow in place, if no later one has grown its lists yet; else a copy."""
+        return self if self._lengths() == self.lengths else self.cut(self.start)
 
 
 def crosses(view: View, resume: Resume) -> bool:
@@ -84,8 +105,9 @@ def superseding_start(view: View, resume: Resume, finality: Finality) -> int:
 def follow(view: View, finality: Finality, resume: Resume | None, outputs: list, records: list,
            tokens_after: list[int], chars_after: list[int]) -> Resume:
     """The Resume after a pass that evaluated ``view`` (resuming from ``resume``): extended over
-    the leading messages whose items are now all settled."""
-    prev = resume or EMPTY
+    the leading messages whose items are now all settled.  ``records``, ``tokens_after`` and
+    ``chars_after``: the pass's, for the view's items and messages."""
+    prev = resume.owned() if resume is not None else _empty()
     items = view.items
     first = next((it for it in items if not finality.final(it, view)), None)
     if first is None:
@@ -94,29 +116,37 @@ def follow(view: View, finality: Finality, resume: Resume | None, outputs: list,
         cut = view.span_starts[first.span] if first.span is not None else first.msg_index
     done = items[:next((i for i, it in enumerate(items) if it.msg_index >= cut), len(items))]
     offset = view.offset
-    latest = {}
+    latest = prev.latest
     for key in finality.superseded:
-        table = latest[key] = dict(prev.latest.get(key, {}))
+        table = latest.setdefault(key, {})
         repeated = view.superseded(key)
         for it in done:
             if it.kind == "tool_result" and it.call is not None and it.index not in repeated:
                 sig = signature(it.tool_name, it.call, key)
                 if sig is not None and sig not in table:
                     table[sig] = offset + (view.span_starts[it.span] if it.span is not None else it.msg_index)
+    settled = records[:len(done)]
     calls = [it.call_ids for it in done]
     results = [it.tool_call_id if it.kind == "tool_result" else None for it in done]
+    prev.outputs.extend(outputs[:cut])
+    prev.records.extend(settled)
+    prev.item_messages.extend([offset + it.msg_index for it in done])
+    prev.tokens_after.extend(tokens_after[:cut])
+    prev.chars_after.extend(chars_after[:cut])
+    prev.item_calls.extend(calls)
+    prev.item_results.extend(results)
+    prev.call_ids.update(*calls)
+    prev.answered.update(r for r in results if r is not None)
+    prev.user_turns.extend([offset + u for u in view.user_turns if u < cut])
     return Resume(
-        start=offset + cut,
-        outputs=prev.outputs + outputs[:cut],
-        records=records[:len(prev.records) + len(done)],
-        changed=prev.changed + sum(1 for r in records[len(prev.records):len(prev.records) + len(done)] if r[2]),
-        item_messages=prev.item_messages + [offset + it.msg_index for it in done],
-        tokens_after=prev.tokens_after + tokens_after[:cut],
-        chars_after=prev.chars_after + chars_after[:cut],
-        item_calls=prev.item_calls + calls,
-        item_results=prev.item_results + results,
-        call_ids=prev.call_ids.union(*calls),
-        answered=prev.answered.union(r for r in results if r is not None),
-        user_turns=prev.user_turns + [offset + u for u in view.user_turns if u < cut],
-        latest=latest,
-    )
+        start=offset + cut, outputs=prev.outputs, records=prev.records,
+        changed=prev.changed + sum(1 for r in settled if r[2]), item_messages=prev.item_messages,
+        tokens_after=prev.tokens_after, chars_after=prev.chars_after,
+        saved_tokens=prev.saved_tokens + sum(view.message_tokens[:cut]) - sum(tokens_after[:cut]),
+        saved_chars=prev.saved_chars + sum(view.message_chars[:cut]) - sum(chars_after[:cut]),
+        item_calls=prev.item_calls, item_results=prev.item_results, call_ids=prev.call_ids,
+        answered=prev.answered, user_turns=prev.user_turns, latest=latest)
+
+
+def _empty() -> Resume:
+    return Resume(0, [], [], 0, [], [], [], 0, 0, [], [], set(), set(), [], {})

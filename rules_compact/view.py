@@ -21,12 +21,19 @@ Predicate = Callable[[Item, "View"], bool]
 
 @dataclass(frozen=True)
 class Sizes:
-    """Per message, before a pass: estimated tokens and characters; and the message index of
-    every tool result, in order."""
+    """Per message, before a pass: estimated tokens and characters; the message index of every
+    tool result, in order; and the token and character totals."""
 
     tokens: list[int]
     chars: list[int]
     results: list[int]
+    total_tokens: int = -1  # -1: summed when made
+    total_chars: int = -1
+
+    def __post_init__(self):
+        if self.total_tokens < 0:
+            object.__setattr__(self, "total_tokens", sum(self.tokens))
+            object.__setattr__(self, "total_chars", sum(self.chars))
 
     @classmethod
     def of(cls, messages: list, fmt: Format, ruleset: RuleSet) -> Sizes:
@@ -41,13 +48,16 @@ class Sizes:
 
     def head(self, count: int) -> Sizes:
         """The sizes of the first ``count`` messages."""
+        if count == len(self.tokens):
+            return self
         return Sizes(self.tokens[:count], self.chars[:count], self.results[:bisect_left(self.results, count)])
 
     def __add__(self, other: Sizes) -> Sizes:
         """The sizes of two consecutive runs of messages (``other``'s indices are shifted)."""
         offset = len(self.tokens)
         return Sizes(self.tokens + other.tokens, self.chars + other.chars,
-                     self.results + [i + offset for i in other.results])
+                     self.results + [i + offset for i in other.results],
+                     self.total_tokens + other.total_tokens, self.total_chars + other.total_chars)
 
 
 class View:

@@ -97,6 +97,55 @@ def test_a_shared_compactor_serves_several_passes_and_formats():
         _same(compactor(messages), compact(messages, rules))
 
 
+def test_a_failed_call_leaves_the_compactor_sound(monkeypatch):
+    """A call that fails after the pass grew its remembered lists (resume.py grows them in
+    place) leaves a Compactor whose next calls still give what compact gives."""
+    import rules_compact.compactor as compactor_module
+
+    messages = _mini_swe_agent()
+    ends = round_starts(messages)
+    compactor = Compactor("preset:keep-recent-results")
+    for end in ends[:-2]:
+        compactor(messages[:end])
+    real_of = compactor_module._Memo.of
+
+    def failing_of(*args):
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(compactor_module._Memo, "of", failing_of)
+    with pytest.raises(MemoryError):
+        compactor(messages[:ends[-2]])
+    monkeypatch.setattr(compactor_module._Memo, "of", real_of)
+    for end in ends[-2:]:
+        _same(compactor(messages[:end]), compact(messages[:end], "preset:keep-recent-results"))
+
+
+def test_one_pass_resumed_from_twice():
+    """Two continuations of one history, both resumed from the same earlier pass: the second
+    finds its lists grown by the first and works on copies; the earlier report is intact."""
+    from rules_compact.engine import run_pass
+    from rules_compact.formats import FORMATS
+    from rules_compact.view import Sizes
+
+    messages, ruleset, fmt = _mini_swe_agent(), load_rules("preset:keep-recent-results"), FORMATS["openai"]
+    ends = round_starts(messages)
+    base = messages[:ends[-3]]
+    first = run_pass(base, ruleset, fmt)
+    assert first.resume is not None and first.resume.start > 0
+    want_first = compact(base, ruleset).report.passes[0].to_dict()
+    other = copy.deepcopy(messages[ends[-3]:ends[-1]])
+    other[-1]["content"] = "a different result"
+    settled = first.resume.outputs[:]
+    for continuation in (messages[:ends[-1]], base + other):
+        done = run_pass(continuation, ruleset, fmt, Sizes.of(continuation, fmt, ruleset), first.resume)
+        want = compact(continuation, ruleset)
+        assert done.messages == want.messages
+        assert done.report.to_dict() == want.report.passes[0].to_dict()
+        again = first.resume.owned()
+        assert again is not first.resume and again.outputs == settled  # grown by the first: copied
+    assert first.report.to_dict() == want_first
+
+
 @EXAMPLES
 @given(conversation=conversations(), files=st.lists(rule_files(), min_size=1, max_size=2),
        ends=st.lists(st.integers(0, 60), min_size=1, max_size=6), verify=st.booleans(), data=st.data())
