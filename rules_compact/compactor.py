@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -30,6 +31,7 @@ class Compactor:
     ``verify=False`` checks identity only: for loops that never edit a message once sent.
     The returned messages that a rule changed are shared between calls: treat them as
     read-only, as you would the unchanged messages the output shares with your input.
+    Threads may share a Compactor: its calls run one at a time.
     """
 
     def __init__(self, rules: RuleSet | str | os.PathLike | Sequence | None = None,
@@ -38,20 +40,23 @@ class Compactor:
         self.format = format
         self.verify = verify
         self._memos: list[_Memo | None] = [None] * len(self.rulesets)
+        self._lock = threading.Lock()
 
     def __call__(self, messages: list, format: str | None = None) -> Result:
         """Compact ``messages`` (in ``format``, else the Compactor's, else detected)."""
         name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
-        for index, ruleset in enumerate(self.rulesets):
-            done = self._pass(index, current, ruleset, fmt)
-            current = done.messages
-            passes.append(done.report)
+        with self._lock:
+            for index, ruleset in enumerate(self.rulesets):
+                done = self._pass(index, current, ruleset, fmt)
+                current = done.messages
+                passes.append(done.report)
         return finish(messages, current, name, self.rulesets, passes)
 
     def reset(self) -> None:
         """Forget the previous call (and release the messages it holds)."""
-        self._memos = [None] * len(self.rulesets)
+        with self._lock:
+            self._memos = [None] * len(self.rulesets)
 
     def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
         memo = self._memos[index]

@@ -146,6 +146,35 @@ def test_one_pass_resumed_from_twice():
     assert first.report.to_dict() == want_first
 
 
+def test_threads_sharing_a_compactor_get_what_compact_gives():
+    """Four threads call one Compactor with every round of a trace, switching as often as the
+    interpreter allows: each call still gets exactly what compact gives."""
+    import sys
+    import threading
+
+    messages, rules = _mini_swe_agent(), load_rules("preset:keep-recent-results")
+    ends = round_starts(messages)
+    want = {end: compact(messages[:end], rules).messages for end in ends}
+    compactor, wrong = Compactor(rules, verify=False), []
+
+    def agent():
+        for end in ends:
+            if compactor(messages[:end]).messages != want[end]:
+                wrong.append(end)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=agent) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == []
+
+
 @EXAMPLES
 @given(conversation=conversations(), files=st.lists(rule_files(), min_size=1, max_size=2),
        ends=st.lists(st.integers(0, 60), min_size=1, max_size=6), verify=st.booleans(), data=st.data())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import Any, Callable, Sequence, Union
 
 from ..compactor import Compactor
@@ -77,9 +78,14 @@ class Translated:
                  from_dict: Callable[[Any, dict, dict], Any]):
         self.hook, self.format, self.to_dict, self.from_dict = hook, format, to_dict, from_dict
         self._entries: dict[int, list] = {}  # id(message) -> [message, state, dict, output dict, output]
+        self._lock = threading.Lock()
 
     def __call__(self, messages: Sequence) -> list:
         """The compacted copy of ``messages``: unchanged messages are the same objects."""
+        with self._lock:
+            return self._compact(messages)
+
+    def _compact(self, messages: Sequence) -> list:
         previous, entries = self._entries, {}
         for msg in messages:
             state = _state(msg)

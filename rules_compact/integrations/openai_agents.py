@@ -27,6 +27,7 @@ imports it only for the return type, when the filter first runs.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ..responses_format import RESPONSES  # noqa: F401  (registers the format)
@@ -42,11 +43,13 @@ class _SameItems:
     def __init__(self, hook: Hook):
         self.hook = hook
         self.previous: list = []
+        self._lock = threading.Lock()
 
     def __call__(self, items: list) -> list:
-        known = [old if old == new else new for old, new in zip(self.previous, items)] + items[len(self.previous):]
-        self.previous = known
-        out = self.hook.run(known, "responses").messages
+        with self._lock:
+            known = [old if old == new else new for old, new in zip(self.previous, items)] + items[len(self.previous):]
+            self.previous = known
+            out = self.hook.run(known, "responses").messages
         return [item if after is seen else after for item, seen, after in zip(items, known, out)]
 
 
