@@ -32,7 +32,7 @@ Times are wall-clock (time.perf_counter): each is the median over --repeats repe
 (CPU model, cores, Python, load) is printed first.
 
 Usage:
-    python3 bench/speed.py                       # everything (about two minutes)
+    python3 bench/speed.py                       # everything (about eight minutes on 2 cores)
     python3 bench/speed.py --sizes 100 1000 --repeats 3 --rounds 300
     python3 bench/speed.py --profile 10000       # cProfile top entries of the default at that size
 """
