@@ -292,11 +292,11 @@ def _verdicts(n: int, base: float, times: dict) -> list[str]:
         return "met" if ok else "MISSED"
 
     out = []
+    lc = times.get("LangChain ClearToolUsesEdit (deepcopy + apply)")
     for way in ("compact()", "Compactor(verify=True), next round", "Compactor(verify=False), next round"):
         ratio = times[f"keep-recent-results: {way}"] / base
         out.append(f"{n:,} messages: keep-recent-results, {way}: {ratio:.2f}x the loop "
                    f"(target <= {PRESET_TARGET_RATIO}x: {met(ratio <= PRESET_TARGET_RATIO)})")
-        lc = times.get("LangChain ClearToolUsesEdit (deepcopy + apply)")
         if n == 1_000 and lc is not None:
             faster = lc / times[f"keep-recent-results: {way}"]
             out.append(f"{n:,} messages: keep-recent-results, {way}: {faster:.1f}x faster than LangChain "
@@ -305,7 +305,7 @@ def _verdicts(n: int, base: float, times: dict) -> list[str]:
             ms = times[f"default rules: {way}"] * 1e3
             out.append(f"{n:,} messages: default rules, {way}: {ms:.2f} ms "
                        f"(target < {DEFAULT_TARGET_MS:g} ms: {met(ms < DEFAULT_TARGET_MS)})")
-    middleware, lc = times.get(f"{MIDDLEWARE}, next round"), times.get("LangChain ClearToolUsesEdit (deepcopy + apply)")
+    middleware = times.get(f"{MIDDLEWARE}, next round")
     if n == 1_000 and middleware is not None:
         out.append(f"{n:,} messages: {MIDDLEWARE}: {lc / middleware:.1f}x faster than LangChain's own "
                    "middleware (no target: what a LangChain agent sees)")

@@ -106,8 +106,9 @@ def follow(view: View, finality: Finality, resume: Resume | None, outputs: list,
            tokens_after: list[int], chars_after: list[int]) -> Resume:
     """The Resume after a pass that evaluated ``view`` (resuming from ``resume``): extended over
     the leading messages whose items are now all settled.  ``records``, ``tokens_after`` and
-    ``chars_after``: the pass's, for the view's items and messages."""
-    prev = resume.owned() if resume is not None else _empty()
+    ``chars_after``: the pass's, for the view's items and messages.  ``resume`` grows in place:
+    it must be ``owned()`` (run_pass takes it so before resuming)."""
+    prev = resume if resume is not None else _empty()
     items = view.items
     first = next((it for it in items if not finality.final(it, view)), None)
     if first is None:

@@ -77,7 +77,7 @@ class Translated:
     def __init__(self, hook: Hook, format: str, to_dict: Callable[[Any], dict],
                  from_dict: Callable[[Any, dict, dict], Any]):
         self.hook, self.format, self.to_dict, self.from_dict = hook, format, to_dict, from_dict
-        self._entries: dict[int, list] = {}  # id(message) -> [message, state, dict, output dict, output]
+        self._entries: dict[int, _Entry] = {}  # by id() of the message
         self._lock = threading.Lock()
 
     def __call__(self, messages: Sequence) -> list:
@@ -86,23 +86,32 @@ class Translated:
             return self._compact(messages)
 
     def _compact(self, messages: Sequence) -> list:
-        previous, entries = self._entries, {}
+        previous, entries, rows = self._entries, {}, []
         for msg in messages:
             state = _state(msg)
             entry = previous.get(id(msg))
-            if entry is None or entry[0] is not msg or entry[1] != state:
-                entry = [msg, state, self.to_dict(msg), None, msg]
+            if entry is None or entry.message is not msg or entry.state != state:
+                entry = _Entry(msg, state, self.to_dict(msg))
             entries[id(msg)] = entry
+            rows.append(entry)
         self._entries = entries
-        rows = [entries[id(msg)] for msg in messages]
-        result = self.hook.run([row[2] for row in rows], self.format)
-        out = []
+        result = self.hook.run([row.before for row in rows], self.format)
         for row, after in zip(rows, result.messages):
-            if after is not row[3]:
-                msg, before = row[0], row[2]
-                row[3], row[4] = after, msg if after is before else self.from_dict(msg, before, after)
-            out.append(row[4])
-        return out
+            if after is not row.after:
+                row.after = after
+                row.output = row.message if after is row.before else self.from_dict(row.message, row.before, after)
+        return [row.output for row in rows]
+
+
+class _Entry:
+    """One message object: its state and dict when converted, its last compacted dict and the
+    framework object made from it."""
+
+    __slots__ = ("message", "state", "before", "after", "output")
+
+    def __init__(self, message: Any, state: Any, before: dict):
+        self.message, self.state, self.before = message, state, before
+        self.after, self.output = None, message
 
 
 def _state(msg: Any) -> Any:
