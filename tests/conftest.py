@@ -7,10 +7,19 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Property-test profiles: "ci" runs with the suite; "long" (--hypothesis-profile=long) before a release.
-settings.register_profile("ci", max_examples=2000, deadline=None,
+# Property-test profiles (examples per property): "ci" runs with the README's test command;
+# "thorough" is what .ci/run runs after it; "long" before a release (--hypothesis-profile=NAME).
+settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=2000)
 settings.register_profile("long", parent=settings.get_profile("ci"), max_examples=100_000)
+
+
+def property_settings(scale: float = 1.0) -> settings:
+    """The active profile (``ci`` unless one was chosen), with ``scale`` times its examples."""
+    name = settings.get_current_profile_name()
+    profile = settings.get_profile("ci" if name == "default" else name)
+    return settings(profile, max_examples=max(1, int(profile.max_examples * scale)))
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent

@@ -9,11 +9,7 @@
 Sizes are kept small (a handful of turns, short texts, a rare 10k+ character
 output) so that thousands of examples run in a few minutes.
 
-Importing this module registers the hypothesis profiles ``ci`` (2,000 examples)
-and ``long`` (100,000).  The hypothesis plugin resolves ``--hypothesis-profile``
-before test modules are imported, so to use it load this module as an early
-plugin: ``python3 -m pytest tests/test_properties.py -p tests.strategies
---hypothesis-profile=long`` (or set ``HYPOTHESIS_PROFILE=long``).
+The hypothesis profiles (``ci``, ``thorough``, ``long``) are registered in conftest.py.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ import json
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from rules_compact import RuleSet, parse_rules
@@ -31,23 +26,10 @@ from rules_compact.estimators import ESTIMATORS
 from rules_compact.resources import bundled_rules
 
 __all__ = [
-    "register_profiles", "texts", "openai_conversations", "anthropic_conversations", "conversations",
+    "texts", "openai_conversations", "anthropic_conversations", "conversations",
     "make_matchers", "matchers", "error_matchers", "actions", "rule_files", "to_ruleset", "TOOL_NAMES",
     "WHERE_EXPRESSIONS", "MATCHER_KINDS", "ACTION_KINDS", "TOP_LEVEL_KEYS",
 ]
-
-
-# -- profiles ----------------------------------------------------------------
-
-def register_profiles() -> None:
-    """``ci``: 2,000 examples, no deadline; ``long``: the same with 100,000 examples."""
-    settings.register_profile(
-        "ci", max_examples=2000, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    settings.register_profile("long", parent=settings.get_profile("ci"), max_examples=100_000)
-
-
-register_profiles()
 
 
 # -- texts -------------------------------------------------------------------

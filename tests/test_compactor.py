@@ -6,10 +6,10 @@ import copy
 import json
 
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 
-from conftest import ROOT, TRACES, load_json
+from conftest import ROOT, TRACES, load_json, property_settings
 from rules_compact import Compactor, compact, load_rules
 from rules_compact.readers import read_conversations
 from rules_compact.replay import round_starts
@@ -18,8 +18,7 @@ from strategies import conversations, rule_files, to_ruleset
 PRESETS = ["default", "preset:keep-recent-results", "preset:observation-masking", "preset:langchain-clear-tool-uses",
            "preset:anthropic-clear-tool-uses", "preset:strip-tool-turn-reasoning-selective",
            "preset:opencode-prune", "preset:count-triggered-prune"]
-EXAMPLES = settings(settings.get_profile("ci"), max_examples=1000) \
-    if settings.get_current_profile_name() == "default" else settings()
+EXAMPLES = property_settings(0.5)
 
 
 def _same(got, want) -> None:

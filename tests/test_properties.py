@@ -1,22 +1,20 @@
 """Property tests: the engine's guarantees hold on generated conversations and rule files.
 
-Profiles: ``ci`` (2,000 examples per property, the default here) and ``long``
-(100,000).  The hypothesis plugin resolves ``--hypothesis-profile`` before test
-modules are imported, so select ``long`` with either of::
+Profiles (conftest.py): ``ci`` (150 examples per property) with the README's test command,
+``thorough`` (2,000) in .ci/run after it, ``long`` (100,000) before a release::
 
-    python3 -m pytest tests/test_properties.py -p tests.strategies --hypothesis-profile=long
-    HYPOTHESIS_PROFILE=long python3 -m pytest tests/test_properties.py
+    python3 -m pytest tests/test_properties.py --hypothesis-profile=long
 """
 
 from __future__ import annotations
 
 
-from hypothesis import given, note, settings
+from hypothesis import given, note
 from hypothesis import strategies as st
 
-# The "ci" (2,000 examples, the default here) and "long" (100,000) profiles are registered in
-# conftest.py, so that ``--hypothesis-profile=long`` selects the long run.
-PROFILE = settings(settings.get_profile("ci") if settings.get_current_profile_name() == "default" else settings())
+from conftest import property_settings
+
+PROFILE = property_settings()
 
 import yaml  # noqa: E402
 
