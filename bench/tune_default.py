@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rules_compact import compact, load_rules  # noqa: E402
-from rules_compact.estimators import ESTIMATORS  # noqa: E402
+from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
 from rules_compact.replay import PRICES, Replay, replay, round_tokens  # noqa: E402
 

@@ -1,12 +1,12 @@
 """rules-compact: declarative YAML rules that keep LLM agent conversations small."""
 
-from .compactor import Compactor
 from .engine import Result, compact
+from .engine.report import Decision, PassReport, Report
 from .errors import ConfigError, InputError, Problem, RulesCompactError
-from .hookspecs import hookimpl
-from .loader import check_rules, load_rules, parse_rules
-from .model import RuleSet
-from .report import Decision, PassReport, Report
+from .incremental import Compactor
+from .language.loader import check_rules, load_rules, parse_rules
+from .language.model import RuleSet
+from .plugins.hookspecs import hookimpl
 
 __all__ = [
     "compact", "Compactor", "load_rules", "parse_rules", "check_rules", "Result", "RuleSet", "Report", "PassReport",

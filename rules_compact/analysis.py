@@ -7,8 +7,8 @@ from typing import Sequence
 
 from .engine import compact
 from .formats import FORMATS
-from .model import RuleSet
-from .report import Report
+from .language.model import RuleSet
+from .engine.report import Report
 
 __all__ = ["ConversationStats", "conversation_stats", "DecisionChange", "decision_changes"]
 
@@ -31,7 +31,7 @@ class ConversationStats:
 
 def conversation_stats(name: str, messages: list, rulesets: Sequence[RuleSet], fmt: str | None) -> ConversationStats:
     result = compact(messages, list(rulesets), format=fmt)
-    items = FORMATS[result.report.format].scan(messages).items
+    items = FORMATS[result.report.format].items(messages)
     return ConversationStats(name, len(messages), sum(1 for it in items if it.kind == "tool_result"),
                              result.report)
 

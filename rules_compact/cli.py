@@ -13,13 +13,13 @@ from .documents import dump_json, read_conversations_from, write_atomic
 from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
-from .loader import check_rules, load_rules
-from .plugins import PluginError, extended_schema, registry
+from .language.loader import check_rules, load_rules
+from .plugins.manager import PluginError, extended_schema, registry
 from .resources import rule_schema
 from .analysis import conversation_stats, decision_changes
 from .plot import plot_rounds
 from .replay import Replay, parse_price, replay
-from .report import PassReport, Report
+from .engine.report import PassReport, Report
 
 PROG = "rules-compact"
 
@@ -189,7 +189,7 @@ def cmd_tools(args) -> int:
 def cmd_audit(args) -> int:
     ruleset = _rules(args)[-1]
     items = [item for conv in read_conversations_from(args.input)
-             for item in FORMATS[args.format or conv.format].scan(conv.messages).items]
+             for item in FORMATS[args.format or conv.format].items(conv.messages)]
     stats: dict[str, list[int]] = {}
     for item in items:
         names = item.call_names if item.kind == "assistant" else (item.tool_name or "(orphan)",)

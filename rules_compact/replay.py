@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .compactor import Compactor
+from .incremental import Compactor
 from .errors import InputError
-from .estimators import ESTIMATORS, Estimator
+from .kinds.estimators import ESTIMATORS, Estimator
 from .formats import FORMATS, Format
-from .model import RuleSet
+from .language.model import RuleSet
 
 __all__ = ["Price", "PRICES", "Replay", "replay", "parse_price"]
 

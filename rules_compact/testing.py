@@ -33,10 +33,10 @@ import yaml
 from .engine import Result, compact
 from .errors import RulesCompactError
 from .formats import FORMATS, detect_format
-from .responses_format import check_item_invariants as check_responses_item
-from .loader import parse_rules
-from .model import ToolSpec
-from .plugins import HOOKS, Registry, tool_spec, use_plugins
+from .formats.responses import check_item_invariants as check_responses_item
+from .language.loader import parse_rules
+from .language.model import ToolSpec
+from .plugins.manager import HOOKS, Registry, tool_spec, use_plugins
 
 __all__ = ["check_tool_specs", "check_plugin", "run_golden_case", "check_invariants", "sample_calls",
            "SAMPLE_CONTENTS"]
@@ -325,8 +325,8 @@ def check_invariants(messages: list, rules: Any, fmt: str | None = None, idempot
             check_responses_item(before, after, i)
         else:
             _check_anthropic_message(before, after, i == last_assistant, i)
-    before_items = form.scan(messages).items
-    after_items = form.scan(out).items
+    before_items = form.items(messages)
+    after_items = form.items(out)
 
     def shape(items):
         return [(it.kind, it.msg_index, it.block_index, it.tool_call_id, it.call_ids) for it in items]

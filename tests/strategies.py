@@ -22,7 +22,7 @@ import yaml
 from hypothesis import strategies as st
 
 from rules_compact import RuleSet, parse_rules
-from rules_compact.estimators import ESTIMATORS
+from rules_compact.kinds.estimators import ESTIMATORS
 from rules_compact.resources import bundled_rules
 
 __all__ = [

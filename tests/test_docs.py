@@ -10,9 +10,9 @@ from jsonschema import Draft202012Validator
 
 from conftest import ROOT
 from rules_compact import parse_rules
-from rules_compact.actions import BUILTIN_ACTIONS
-from rules_compact.loader import check_rules
-from rules_compact.matchers import BUILTIN_MATCHERS
+from rules_compact.kinds.actions import BUILTIN_ACTIONS
+from rules_compact.language.loader import check_rules
+from rules_compact.kinds.matchers import BUILTIN_MATCHERS
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 RULES_DOC = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")

@@ -14,8 +14,9 @@ import yaml
 
 from rules_compact import compact, parse_rules
 from rules_compact.formats import FORMATS, detect_format
-from rules_compact.responses_format import RESPONSES, check_item_invariants, is_responses_input
-from rules_compact.view import View, decode_args
+from rules_compact.formats.responses import RESPONSES, check_item_invariants, is_responses_input
+from rules_compact.engine.facts import Facts as View
+from rules_compact.formats import decode_args
 
 GOLDEN = r"""
 format: responses
@@ -237,8 +238,8 @@ def _check_invariants(messages, rulesets, idempotent=True):
     def shape(items):
         return [(it.kind, it.msg_index, it.block_index, it.tool_call_id, it.call_ids) for it in items]
 
-    before_items = RESPONSES.scan(messages).items
-    assert shape(before_items) == shape(RESPONSES.scan(out).items), "item structure changed"
+    before_items = RESPONSES.items(messages)
+    assert shape(before_items) == shape(RESPONSES.items(out)), "item structure changed"
     for p in result.report.passes:
         if p.ran:
             assert len(p.decisions) == len(before_items)
@@ -276,7 +277,7 @@ def _messages():
 
 
 def test_turns_items_and_tokens():
-    items = RESPONSES.scan(_messages()).items
+    items = RESPONSES.items(_messages())
     assert [(it.kind, it.msg_index) for it in items] == [
         ("assistant", 2), ("tool_result", 4), ("assistant", 6), ("tool_result", 8), ("tool_result", 9),
         ("assistant", 10), ("tool_result", 11), ("assistant", 12)]
@@ -286,7 +287,7 @@ def test_turns_items_and_tokens():
     assert [it.tool_name for it in items if it.kind == "tool_result"] == \
         ["read_file", "grep", "read_file", "apply_patch"]
     scan = RESPONSES.scan(_messages())
-    assert scan.user_turns == (0, 13) and scan.span_starts == (2, 6, 10) and scan.last_assistant == 12
+    assert scan.user_turns == [0, 13] and scan.span_starts == [2, 6, 10] and scan.last_assistant == 12
     pieces = list(RESPONSES.message_pieces(_messages()[5]))
     assert pieces == ["search, then read b", "gAAAA-opaque-1"]  # reasoning counts in estimates
 
@@ -299,7 +300,7 @@ def test_a_new_response_starts_a_new_turn():
             {"type": "message", "role": "assistant", "content": "first"},
             {"type": "message", "role": "assistant", "content": "second"},  # a second message: a new turn
             {"type": "function_call_output", "call_id": "a", "output": "x"}]
-    items = RESPONSES.scan(msgs).items
+    items = RESPONSES.items(msgs)
     assert [(it.kind, it.msg_index, it.call_ids) for it in items] == [
         ("assistant", 2, ("a",)), ("assistant", 4, ()), ("assistant", 5, ()), ("tool_result", 6, ())]
 

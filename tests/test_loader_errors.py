@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 from rules_compact import ConfigError, InputError, RuleSet, check_rules, load_rules, parse_rules
-from rules_compact import loader
-from rules_compact.estimators import ESTIMATORS
+from rules_compact.language import loader
+from rules_compact.kinds.estimators import ESTIMATORS
 from rules_compact.resources import rule_schema
-from rules_compact.templates import RESULT_VARIABLES
+from rules_compact.language.templates import RESULT_VARIABLES
 
 
 

@@ -2,7 +2,7 @@
 summarizers, plugin matchers/actions with schema fragments, failures and --strict, the
 ``tools``/``audit``/``schema`` commands, rules_compact.testing, and docs/plugins.md.
 
-Unit tests replace ``importlib.metadata.entry_points`` as plugins.py sees it (and call
+Unit tests replace ``importlib.metadata.entry_points`` as plugins/manager.py sees it (and call
 ``plugins.reset()`` around each test).  The end-to-end tests install the example plugin
 package under examples/ for real with pip, once per session, into a private folder put on
 the PYTHONPATH of fresh ``python -m rules_compact`` subprocesses (so the shared environment
@@ -28,14 +28,15 @@ import yaml
 from jsonschema import Draft202012Validator
 
 import rules_compact
-from rules_compact import compact, hookspecs, load_rules, parse_rules, plugins
-from rules_compact.actions import Action, ActionKind
+from rules_compact import compact, load_rules, parse_rules, plugins
+from rules_compact.plugins import hookspecs, manager as plugin_registry
+from rules_compact.plugins import Action, ActionKind
 from rules_compact.cli import main
 from rules_compact.errors import ConfigError
-from rules_compact.hookspecs import hookimpl
-from rules_compact.loader import check_rules
-from rules_compact.matchers import MatcherKind
-from rules_compact.model import ToolSpec
+from rules_compact.plugins import hookimpl
+from rules_compact.language.loader import check_rules
+from rules_compact.plugins import MatcherKind
+from rules_compact.plugins import ToolSpec
 from rules_compact.plugins import ENV_PLUGINS, PluginError, PluginFailure, extended_schema, registry, use_plugins
 from rules_compact.resources import rule_schema
 from rules_compact.testing import check_invariants, check_plugin, check_tool_specs, run_golden_case
@@ -103,7 +104,7 @@ def installed(monkeypatch):
         plugins.reset()
         return ep
 
-    monkeypatch.setattr(plugins, "entry_points", fake_entry_points)
+    monkeypatch.setattr(plugin_registry, "entry_points", fake_entry_points)
     monkeypatch.delenv(ENV_PLUGINS, raising=False)
     plugins.reset()
     install.calls = calls
@@ -186,7 +187,7 @@ def python(code: str, *pythonpath: Path, env: dict | None = None) -> subprocess.
 
 def test_importing_rules_compact_loads_no_plugin(tmp_path):
     write_fake_distribution(tmp_path, "lazy_probe_plugin", textwrap.dedent("""
-        from rules_compact.hookspecs import hookimpl
+        from rules_compact.plugins import hookimpl
 
         @hookimpl
         def rules_compact_tools():

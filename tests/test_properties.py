@@ -21,7 +21,7 @@ import yaml  # noqa: E402
 from invariants import check_invariants  # noqa: E402
 from rules_compact import compact, load_rules  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
-from rules_compact.view import View  # noqa: E402
+from rules_compact.engine.facts import Facts as View  # noqa: E402
 from rules_compact.resources import bundled_rules, rule_schema  # noqa: E402
 from strategies import (  # noqa: E402
     ACTION_KINDS, MATCHER_KINDS, TOP_LEVEL_KEYS, anthropic_conversations, conversations, openai_conversations,
@@ -48,7 +48,7 @@ def _rule_file_lists():
 def _result_contents(messages: list, fmt: str) -> list:
     form = FORMATS[fmt]
     return [(it.index, form.result_content(messages[it.msg_index], it))
-            for it in form.scan(messages).items if it.kind == "tool_result"]
+            for it in form.items(messages) if it.kind == "tool_result"]
 
 
 def _check_more(messages: list, rulesets: list, fmt: str, result) -> None:

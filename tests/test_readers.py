@@ -118,7 +118,7 @@ def openai_pairing(messages: list) -> tuple[list, list, list]:
 
 
 def results(conv: Conversation) -> list:
-    return [it for it in FORMATS[conv.format].scan(conv.messages).items if it.kind == "tool_result"]
+    return [it for it in FORMATS[conv.format].items(conv.messages) if it.kind == "tool_result"]
 
 
 # --- Claude Code ----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from invariants import check_invariants
 from rules_compact import compact, load_rules, parse_rules
 from rules_compact.formats import FORMATS
 from rules_compact.resources import bundled_rules
-from rules_compact.view import View
+from rules_compact.engine.facts import Facts as View
 
 TRACES = Path(__file__).parent / "data" / "traces"
 MINI_SWE = sorted((TRACES / "mini-swe-agent").glob("*.traj.json"))
@@ -166,12 +166,12 @@ def _results(messages: list, fmt: str) -> list[tuple[int, object, object]]:
     """(item index, content, message) of every tool result, oldest first."""
     form = FORMATS[fmt]
     return [(it.index, form.result_content(messages[it.msg_index], it), it)
-            for it in form.scan(messages).items if it.kind == "tool_result"]
+            for it in form.items(messages) if it.kind == "tool_result"]
 
 
 def _texts(messages: list, fmt: str) -> list[str]:
     form = FORMATS[fmt]
-    return [it.text for it in form.scan(messages).items if it.kind == "tool_result"]
+    return [it.text for it in form.items(messages) if it.kind == "tool_result"]
 
 
 def _args(messages: list, fmt: str) -> list:
@@ -332,4 +332,4 @@ def test_default_rules_with_error_when_keep_failed_commands(path):
 
 def test_claude_trace_has_flagged_errors():
     fmt, messages = trace(CLAUDE)
-    assert sum(1 for it in FORMATS[fmt].scan(messages).items if it.is_error) == 2
+    assert sum(1 for it in FORMATS[fmt].items(messages) if it.is_error) == 2

@@ -7,10 +7,10 @@ import os
 import threading
 from typing import Any, Callable, Sequence, Union
 
-from ..compactor import Compactor
+from ..incremental import Compactor
 from ..engine import Result, resolve_rules
-from ..model import RuleSet
-from ..report import Report
+from ..language.model import RuleSet
+from ..engine.report import Report
 
 __all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook", "Translated"]
 

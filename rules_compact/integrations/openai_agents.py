@@ -30,7 +30,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..responses_format import RESPONSES  # noqa: F401  (registers the format)
 from ._common import Hook, OnCompact, Rules
 
 __all__ = ["input_filter", "compact_items"]

@@ -25,7 +25,6 @@ from typing import Any, Mapping
 
 from ..errors import InputError
 from ..formats import detect_format
-from ..responses_format import RESPONSES  # noqa: F401  (registers the format)
 from ._common import Hook, OnCompact, Rules
 
 __all__ = ["RequestCompactor", "compact_request"]

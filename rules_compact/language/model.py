@@ -6,14 +6,13 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Callable
 
-from .estimators import Estimator
+from ..kinds.estimators import Estimator
 from .templates import Template
 
 if TYPE_CHECKING:
-    from .actions import Action
-    from .view import Predicate
+    from ..kinds.base import Action, Matcher
 
-__all__ = ["ToolSpec", "ToolTable", "Trigger", "Step", "Budget", "Finality", "Rule", "RuleSet"]
+__all__ = ["ToolSpec", "ToolTable", "Trigger", "Step", "Budget", "Rule", "RuleSet"]
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -40,13 +39,19 @@ class ToolTable:
     exact: dict[str, ToolSpec] = field(default_factory=dict)
     globs: tuple[ToolSpec, ...] = ()
     undeclared: str = "compact"  # "compact" | "keep"
+    _seen: dict = field(default_factory=dict, compare=False, repr=False)  # name -> spec, for globs
 
     def lookup(self, name: str | None) -> ToolSpec | None:
         if name is None:
             return None
         spec = self.exact.get(name)
-        if spec is None:
-            spec = next((g for g in self.globs if fnmatchcase(name, g.pattern)), None)
+        if spec is None and self.globs:
+            try:
+                return self._seen[name]
+            except KeyError:
+                spec = next((g for g in self.globs if fnmatchcase(name, g.pattern)), None)
+                if len(self._seen) < 4096:
+                    self._seen[name] = spec
         return spec
 
     def compactable(self, name: str | None) -> bool:
@@ -98,41 +103,11 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class Finality:
-    """When no message appended later can change an item's decision.
-
-    Items are found message by message and every matcher looks at the item itself, at what
-    precedes it, or at counts that appending only grows: ``ages`` (whose comparisons are all
-    settled once the age reaches its ``saturation``), ``in_tail`` (final once false), the last
-    item and the last assistant turn (never final).  What a later message can still change
-    (links to earlier calls, results it supersedes) is checked when a pass resumes: see
-    resume.py.  Rule sets whose decisions depend on
-    totals (budgets) or that edit other messages than the item's (clear-inputs, plugin kinds)
-    have no Finality."""
-
-    ages: tuple[tuple[tuple, int], ...] = ()  # ((unit, among, include_self), saturation)
-    superseded: tuple = ()  # the keys of the ``superseded`` matchers (None: the whole arguments)
-    in_tail: bool = False
-
-    def final(self, item, view) -> bool:
-        if item.index == view.items[-1].index:
-            return False
-        if item.kind == "assistant" and item.msg_index == view.last_assistant:
-            return False
-        if self.in_tail and view.in_tail(item):
-            return False
-        for (unit, among, include_self), saturation in self.ages:
-            if view.age(item, unit, among, include_self) < saturation:
-                return False
-        return True
-
-
-@dataclass(frozen=True)
 class Rule:
     """``match`` decides whether the rule applies; ``actions`` run in order."""
 
     name: str
-    matcher: Predicate
+    matcher: Matcher
     actions: tuple[Action, ...]
     source: str
     matches_errors: bool  # the matcher asks for ``is_error: true`` explicitly
@@ -141,6 +116,11 @@ class Rule:
     @property
     def action_names(self) -> str:
         return "+".join(a.name for a in self.actions)
+
+    @property
+    def keeps(self) -> bool:
+        """Its action is ``keep``: it stops the chain and changes nothing."""
+        return len(self.actions) == 1 and self.actions[0].name == "keep"
 
 
 @dataclass(frozen=True)
@@ -159,11 +139,13 @@ class RuleSet:
     placeholder: Template
     over_budget_tokens: int | None
     tools: ToolTable
-    error_when: Predicate | None
+    error_when: Matcher | None
     rules: tuple[Rule, ...]
     compacted_patterns: tuple[Callable[[str], bool], ...]  # tests for this file's own outputs
     source: str
-    finality: Finality | None = None  # None: every call decides everything anew
+    # per item kind: the rules that can match an item of that kind, each with its matcher
+    # specialised to the kind (True: it matches every such item)
+    chains: dict[str, tuple[tuple[Rule, Matcher | bool], ...]] = field(default_factory=dict, compare=False)
 
     @property
     def idempotent(self) -> bool:

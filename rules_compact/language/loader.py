@@ -11,10 +11,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
-from .errors import ConfigError, InputError, Problem, kind_of
+from ..errors import ConfigError, InputError, Problem, kind_of
 from .model import RuleSet
-from .plugins import extended_schema, registry
-from .resources import bundled_rules, preset_names, rule_schema
+from ..plugins.manager import extended_schema, registry
+from ..resources import bundled_rules, preset_names, rule_schema
 from .yamlsource import Marks, join_path, load_yaml, locate
 
 __all__ = ["load_rules", "parse_rules", "check_rules", "MAX_RULES_BYTES"]

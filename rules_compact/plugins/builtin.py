@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .actions import BUILTIN_ACTIONS
-from .estimators import ESTIMATORS
+from ..kinds.actions import BUILTIN_ACTIONS
+from ..kinds.estimators import ESTIMATORS
+from ..kinds.matchers import BUILTIN_MATCHERS
 from .hookspecs import hookimpl
-from .matchers import BUILTIN_MATCHERS
 
 
 @hookimpl

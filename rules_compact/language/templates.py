@@ -6,10 +6,10 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from .estimators import utf8_len
+from ..kinds.estimators import utf8_len
 from .regexes import compile_regex, escape
 
-__all__ = ["Template", "TemplateError", "RESULT_VARIABLES"]
+__all__ = ["Template", "TemplateError", "RESULT_VARIABLES", "Variables", "result_variables"]
 
 RESULT_VARIABLES = ("tool_name", "tool_call_id", "chars", "bytes", "tokens", "lines")
 SAMPLE = {"tool_name": "Read", "tool_call_id": "call_1", "chars": 1, "bytes": 1, "tokens": 1, "lines": 1,
@@ -27,6 +27,8 @@ class Template:
     text: str
     variables: tuple[str, ...]
     pattern: object  # an RE2 pattern matching any output of the template
+    prefix: str = ""  # the literal text every output starts with
+    suffix: str = ""  # and ends with
 
     @classmethod
     def compile(cls, text: str, allowed: tuple[str, ...]) -> Template:
@@ -46,7 +48,12 @@ class Template:
                 raise TemplateError(f"conversion !{conversion} is not supported in {text!r}")
             names.append(field)
             regex.append(".*?")
-        template = cls(text, tuple(names), compile_regex("".join(regex), dot_all=True))
+        literals = [literal for literal, _, _, _ in parsed]
+        fields = [field for _, field, _, _ in parsed]
+        prefix = literals[0] if literals else ""
+        suffix = "" if not names else (literals[-1] if fields[-1] is None else "")
+        template = cls(text, tuple(names), compile_regex("".join(regex), dot_all=True),
+                       text.replace("{{", "{").replace("}}", "}") if not names else prefix, suffix)
         try:
             template.render(SAMPLE)
         except (ValueError, TypeError) as exc:
@@ -74,6 +81,8 @@ class Template:
 
     def matches_any(self, text: str) -> bool:
         """Whether ``text`` is an output of this template, whatever its variables."""
+        if not text.startswith(self.prefix) or not text.endswith(self.suffix):
+            return False
         return self.pattern.fullmatch(text) is not None
 
 
@@ -87,3 +96,29 @@ def result_variables(text: str, tool_name: str | None, tool_call_id: str | None,
         "tokens": tokens,
         "lines": len(text.splitlines()),
     }
+
+
+class Variables(dict):
+    """The variables of a placeholder, measured on the text it replaces when first read."""
+
+    __slots__ = ("_text", "_estimate")
+
+    def __init__(self, text: str, tool_name: str | None, tool_call_id: str | None, estimate):
+        super().__init__(tool_name=tool_name or "unknown", tool_call_id=tool_call_id or "")
+        self._text = text
+        self._estimate = estimate
+
+    def __missing__(self, key: str):
+        text = self._text
+        if key == "chars":
+            value = len(text)
+        elif key == "bytes":
+            value = utf8_len(text)
+        elif key == "tokens":
+            value = self._estimate(text)
+        elif key == "lines":
+            value = len(text.splitlines())
+        else:
+            raise KeyError(key)
+        self[key] = value
+        return value

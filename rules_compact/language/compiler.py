@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any, Callable
 
 import jmespath
 import jmespath.exceptions
 
-from .actions import BUILTIN_ACTIONS, Action, ActionKind
-from .errors import Problem
-from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
-from .matchers import BUILTIN_MATCHERS, MatcherKind
+from ..errors import Problem
+from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKind, everything, predicate_matcher
+from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
+from .model import Budget, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .regexes import RegexError, compile_regex
-from .model import Budget, Finality, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .templates import RESULT_VARIABLES, Template, TemplateError
-from .view import Predicate
 from .yamlsource import Marks, join_path, locate
 
 __all__ = ["CompileContext", "compile_ruleset", "DEFAULT_PLACEHOLDER"]
@@ -35,12 +32,6 @@ class CompileContext:
         self.estimators = estimators
         self.problems: list[Problem] = []
         self.patterns: list[Callable[[str], bool]] = []  # what ``compacted`` recognises
-        # for Finality: the kinds compiled, age keys and their saturation, superseded keys, and
-        # specs whose value must be settled by the item alone (an age's ``among``)
-        self.kinds_used: dict[int, MatcherKind | ActionKind] = {}  # by identity
-        self.ages: dict[tuple, int] = {}
-        self.superseded_keys: list = []
-        self.static_specs: list = []
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -49,23 +40,23 @@ class CompileContext:
         line, col = self.locate(path)
         self.problems.append(Problem(self.file, line, col, message, path))
 
-    def matcher(self, spec: dict, path: str) -> Predicate:
-        preds = []
+    def matcher(self, spec: dict, path: str) -> Matcher:
+        """A matcher spec compiled: every kind it names must hold."""
+        parts = []
         for key, options in (spec or {}).items():
             kind = self.matchers.get(key)
             if kind is None:  # only reachable when a plugin kind vanished after validation
                 self.problem(join_path(path, key), f"unknown matcher {key!r}; allowed: {', '.join(sorted(self.matchers))}")
                 continue
-            if key in ("size", "age") and not any(b in options for b in ("gt", "gte", "lt", "lte")):
-                self.problem(join_path(path, key), f"{key} needs at least one of gt, gte, lt, lte")
-            self.kinds_used[id(kind)] = kind
-            preds.append(kind.compile(options, self, join_path(path, key)))
-        return reduce(_both, preds) if preds else (lambda item, view: True)
+            compiled = kind.compile(options, self, join_path(path, key))
+            parts.append(compiled if isinstance(compiled, Matcher) else predicate_matcher(compiled, kind))
+        return everything if not parts else parts[0] if len(parts) == 1 else All(parts)
 
     def action(self, spec: Any, path: str) -> Action:
         name, options = (spec, None) if isinstance(spec, str) else next(iter(spec.items()))
-        self.kinds_used[id(self.actions[name])] = self.actions[name]
-        return self.actions[name].compile(options, self, path if isinstance(spec, str) else join_path(path, name))
+        kind = self.actions[name]
+        action = kind.compile(options, self, path if isinstance(spec, str) else join_path(path, name))
+        return action if action.kind is not None else _with_kind(action, kind)
 
     def regex(self, pattern: str, path: str, ignore_case: bool = False):
         """An RE2 pattern (linear time), or None after reporting why it is invalid."""
@@ -167,48 +158,25 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         over_budget_tokens=defaults.get("over_budget_tokens"),
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
         error_when=error_when, rules=tuple(rules),
-        compacted_patterns=tuple(patterns), source=source,
-        finality=_finality([ctx] + [c for _, c, _ in entries if c is not ctx], data),
+        compacted_patterns=tuple(patterns), source=source, chains=_chains(rules),
     )
 
 
-RESUMABLE_ACTIONS = ("keep", "placeholder", "truncate", "strip-text", "cache-breakpoint")  # edit the item's message
-STATIC_MATCHERS = ("all", "any", "not", "role", "tool", "compactable", "size", "has_tool_calls", "has_thinking",
-                   "in_span", "call_in_previous_assistant", "compacted", "text")  # settled by the item and before
+def _chains(rules: list[Rule]) -> dict[str, tuple[tuple[Rule, Matcher | bool], ...]]:
+    """Per item kind, the rules that can match such an item, their matchers specialised."""
+    chains = {}
+    for item_kind in ITEM_KINDS:
+        chain = []
+        for rule in rules:
+            matcher = rule.matcher.specialize(item_kind)
+            if matcher is not False:
+                chain.append((rule, matcher))
+        chains[item_kind] = tuple(chain)
+    return chains
 
 
-def _finality(contexts: list[CompileContext], data: dict) -> Finality | None:
-    """What makes a decision final (see Finality), or None when a later message can always
-    change one: budgets, actions that edit other messages, plugin kinds, an ``among`` or an
-    ``error_when`` that is not settled by the item itself."""
-    if set(data.get("budget", {})) - {"min_cleared_counts"}:
-        return None
-    builtin = {id(k) for k in BUILTIN_MATCHERS.values()} | {id(BUILTIN_ACTIONS[a]) for a in RESUMABLE_ACTIONS}
-    if any(kind not in builtin for c in contexts for kind in c.kinds_used):
-        return None
-    static = [s for c in contexts for s in c.static_specs] + [data.get("error_when") or {}]
-    if any(not _spec_kinds(s) <= set(STATIC_MATCHERS) for s in static):
-        return None
-    ages: dict[tuple, int] = {}
-    for c in contexts:
-        for key, saturation in c.ages.items():
-            ages[key] = max(saturation, ages.get(key, 0))
-    superseded = tuple({id(k): k for c in contexts for k in c.superseded_keys}.values())
-    in_tail = any(id(BUILTIN_MATCHERS["in_tail"]) in c.kinds_used for c in contexts)
-    return Finality(tuple(ages.items()), superseded, in_tail)
-
-
-def _spec_kinds(spec: Any) -> set[str]:
-    """The matcher kinds a raw spec names, at any depth."""
-    if isinstance(spec, list):
-        return set().union(*map(_spec_kinds, spec)) if spec else set()
-    if not isinstance(spec, dict):
-        return set()
-    kinds = set(spec)
-    for key in ("all", "any", "not"):
-        if key in spec:
-            kinds |= _spec_kinds(spec[key])
-    return kinds
+def _with_kind(action: Action, kind: ActionKind) -> Action:
+    return Action(action.name, action.apply, action.templates, action.run, kind)
 
 
 def registry_context(file: str, marks: Marks, reg) -> CompileContext:
@@ -236,6 +204,3 @@ def _metadata(spec: ToolSpec) -> str:
                      f"{getattr(spec.summarize, '__qualname__', '?')}")
     return ", ".join(parts)
 
-
-def _both(first: Predicate, second: Predicate) -> Predicate:
-    return lambda item, view: first(item, view) and second(item, view)

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from .errors import Problem
+from ..errors import Problem
 
 __all__ = ["load_yaml", "join_path", "locate", "Marks"]
 

@@ -5,11 +5,6 @@ file is loaded) discovers the ``rules_compact`` entry points, imports them, call
 hooks and validates what they return.  A plugin that fails anywhere along that way is
 recorded in ``Registry.failures`` with its name, version and error, and skipped as a
 whole; the CLI's ``--strict`` turns such a failure into an error.
-
-This module is also the import surface for plugin authors::
-
-    from rules_compact.plugins import (Action, ActionKind, Estimator, MatcherKind, ToolSpec, call_args,
-                                       hookimpl, result_variables)
 """
 
 from __future__ import annotations
@@ -29,18 +24,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from . import hookspecs
-from .actions import Action, ActionKind
-from .errors import RulesCompactError
-from .estimators import Estimator, as_estimator
-from .hookspecs import hookimpl
-from .matchers import MatcherKind
-from .model import ToolSpec
-from .templates import RESULT_VARIABLES, Template, TemplateError, result_variables
-from .view import decode_args
+from ..errors import RulesCompactError
+from ..formats import decode_args
+from ..kinds.base import ActionKind, MatcherKind
+from ..kinds.estimators import Estimator, as_estimator
+from ..language.model import ToolSpec
+from ..language.templates import RESULT_VARIABLES, Template, TemplateError
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
-           "ENV_PLUGINS", "BUILTIN", "extended_schema", "reset", "use_plugins", "tool_spec", "call_args",
-           "hookimpl", "ToolSpec", "MatcherKind", "ActionKind", "Action", "Estimator", "result_variables", "HOOKS"]
+           "ENV_PLUGINS", "BUILTIN", "extended_schema", "reset", "use_plugins", "tool_spec", "call_args", "HOOKS"]
 
 ENTRY_POINT_GROUP = "rules_compact"
 ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
@@ -112,11 +104,11 @@ def _error(exc: BaseException) -> str:
 
 
 def _new_manager() -> pluggy.PluginManager:
-    from . import builtin_plugin
+    from . import builtin
 
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
-    pm.register(builtin_plugin, name=BUILTIN)
+    pm.register(builtin, name=BUILTIN)
     return pm
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .formats import FORMATS, Format, Item, KeepText, Scan, assistant_item, dumps_args, result_item
+from .base import Format, KeepText, Scan, dumps_args
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -139,6 +139,11 @@ class ResponsesFormat(Format):
     name = "responses"
     resumable = False  # a turn's item stands for several input items
 
+    @staticmethod
+    def shows(msg: dict) -> bool:
+        return msg.get("type") in RESPONSES_ITEM_TYPES or any(
+            p.get("type") in RESPONSES_PARTS for p in _dicts(msg.get("content")))
+
     # -- what an item holds ---------------------------------------------------
     def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
         if _kind(msg) != "call" or not isinstance(msg.get("call_id"), str):
@@ -146,11 +151,15 @@ class ResponsesFormat(Format):
         name = msg.get("name")
         return [(msg["call_id"], name if isinstance(name, str) else None, msg)]
 
-    def results(self, msg: Any) -> list[tuple[str | None, None, bool, str]]:
+    def results(self, msg: Any) -> list[tuple[str | None, None, bool]]:
         if _kind(msg) != "result":
             return []
         call_id = msg.get("call_id")
-        return [(call_id if isinstance(call_id, str) else None, None, False, content_text(msg.get("output")))]
+        return [(call_id if isinstance(call_id, str) else None, None, False)]
+
+    @staticmethod
+    def result_text(msg: Any, block: int | None) -> str:
+        return content_text(msg.get("output"))
 
     def is_user_turn(self, msg: Any) -> bool:
         return (_kind(msg) == "message" and msg.get("role") == "user"
@@ -211,21 +220,15 @@ class ResponsesFormat(Format):
         return turns
 
     def scan(self, messages: list) -> Scan:
-        call_at: dict[str, tuple[dict, int, str | None]] = {}
-        answered: set[str] = set()
-        calls_of = tuple(self.calls(msg) for msg in messages)
+        scan = Scan()
+        call_at, calls_of = scan.call_at, scan.calls_of
         for i, msg in enumerate(messages):
-            for call_id, name, call in calls_of[i]:
+            calls = self.calls(msg)
+            calls_of.append(calls)
+            for call_id, name, call in calls:
                 call_at.setdefault(call_id, (call, i, name))
-            for call_id, *_ in self.results(msg):
-                if call_id is not None:
-                    answered.add(call_id)
         turns = [t for t in self._turns(messages) if t.anchor is not None]
         turn_of = {i: t for t in turns for i in t.members}
-
-        items: list[Item] = []
-        user_turns: list[int] = []
-        span_starts: list[int] = []
         span: int | None = None
         last_turn: _Turn | None = None
         for i, msg in enumerate(messages):
@@ -234,31 +237,30 @@ class ResponsesFormat(Format):
                 if i != turn.anchor:
                     continue  # reasoning or a later call of the turn: the turn's item stands for it
                 last_turn = turn
-                calls = [c for index in turn.calls for c in self.calls(messages[index])]
+                calls = [c for index in turn.calls for c in calls_of[index]]
                 if calls:
-                    span_starts.append(i)
-                    span = len(span_starts) - 1
+                    scan.span_starts.append(i)
+                    span = len(scan.span_starts) - 1
                 else:
                     span = None
-                text = self.assistant_text(messages[turn.message]) if turn.message is not None else ""
-                items.append(assistant_item(len(items), i, calls, text, answered, span, turn.thinking))
+                scan.add_turn(i, calls, turn.thinking, span)
                 continue
             results = self.results(msg)
             if not results:
                 span = None
-            for call_id, _, is_error, text in results:
+            for call_id, _, error in results:
                 call_msg = call_at[call_id][1] if call_id in call_at else None
                 prev = last_turn.anchor if last_turn is not None else None
                 if last_turn is not None and call_msg is not None and call_msg in last_turn.calls:
                     prev = call_msg  # the call is in the nearest turn before the result
-                items.append(result_item(len(items), i, None, call_id, is_error, text, call_at, span, prev))
+                scan.add_result(i, None, call_id, error, span, prev)
             if self.is_user_turn(msg):
-                user_turns.append(i)
-        return Scan(tuple(items), tuple(user_turns), tuple(span_starts),
-                    last_turn.anchor if last_turn is not None else None, calls_of)
+                scan.user_turns.append(i)
+        scan.last_assistant = last_turn.anchor if last_turn is not None else None
+        return scan
 
     # -- edits -------------------------------------------------------------------
-    def result_content(self, msg: dict, item: Item) -> Any:
+    def result_content(self, msg: dict, block: int | None) -> Any:
         # What the engine reads a result's text from (with formats.parts_text, which knows only
         # "text" parts): a string output as it is, a list output as one text part of its text.
         output = msg.get("output")
@@ -266,7 +268,7 @@ class ResponsesFormat(Format):
             return [{"type": "text", "text": content_text(output)}]
         return output if isinstance(output, str) else ""
 
-    def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
+    def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
         output = msg.get("output")
         new = text if as_string or not isinstance(output, list) else [{"type": "input_text", "text": text}]
         return {**msg, "output": new}
@@ -315,7 +317,6 @@ class ResponsesFormat(Format):
 
 
 RESPONSES = ResponsesFormat()
-FORMATS.setdefault("responses", RESPONSES)  # also registered by formats.py; idempotent
 
 
 # -- the engine's guarantees for this format, for rules_compact.testing.check_invariants -----

@@ -39,26 +39,46 @@ class Decision:
 Details = tuple[tuple[Decision, ...], tuple[int, ...], tuple[str, ...]]
 
 
+Totals = tuple[int, int, int, int]  # tokens before, tokens after, chars before, chars after
+
+
 @dataclass(frozen=True)
 class PassReport:
     """One rule file's pass over the conversation.
 
-    ``decisions``, ``orphans`` and ``dangling`` are built on first access: an agent loop that
-    only reads the totals does not pay for a record per item."""
+    The totals and ``decisions``, ``orphans`` and ``dangling`` are computed on first access:
+    an agent loop that only uses the messages does not pay for measuring them."""
 
     ruleset: str
     source: str
     ran: bool
     reason: str
-    tokens_before: int
-    tokens_after: int
-    chars_before: int
-    chars_after: int
     changed: int = 0  # items whose message an action changed
     gate: str | None = None
     over_budget_tokens: int | None = None
     idempotent: bool = True
+    totals: Callable[[], Totals] = field(default=lambda: (0, 0, 0, 0), repr=False, compare=False)
     details: Callable[[], Details] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _totals(self) -> Totals:
+        return self.totals()
+
+    @property
+    def tokens_before(self) -> int:
+        return self._totals[0]
+
+    @property
+    def tokens_after(self) -> int:
+        return self._totals[1]
+
+    @property
+    def chars_before(self) -> int:
+        return self._totals[2]
+
+    @property
+    def chars_after(self) -> int:
+        return self._totals[3]
 
     @cached_property
     def _details(self) -> Details:
@@ -90,7 +110,11 @@ class PassReport:
         return out
 
     def to_dict(self) -> dict:
-        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"},
+        return {"ruleset": self.ruleset, "source": self.source, "ran": self.ran, "reason": self.reason,
+                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
+                "chars_before": self.chars_before, "chars_after": self.chars_after,
+                **{f.name: getattr(self, f.name) for f in fields(self)
+                   if f.name not in ("ruleset", "source", "ran", "reason", "totals", "details")},
                 "orphans": list(self.orphans), "dangling": list(self.dangling),
                 "over_budget": self.over_budget, "saved_by_rule": self.saved_by_rule(),
                 "decisions": [{**asdict(d), "saved": d.saved} for d in self.decisions]}
@@ -102,7 +126,12 @@ class Report:
 
     format: str
     passes: tuple[PassReport, ...] = field(default_factory=tuple)
-    budget_checks: tuple[tuple[str, int, int], ...] = ()  # (rule set, final tokens, threshold)
+    checks: Callable[[], tuple[tuple[str, int, int], ...]] = field(default=tuple, repr=False, compare=False)
+
+    @cached_property
+    def budget_checks(self) -> tuple[tuple[str, int, int], ...]:
+        """``(rule set, final tokens, threshold)`` for every rule file with ``over_budget_tokens``."""
+        return self.checks()
 
     @property
     def items_changed(self) -> int:

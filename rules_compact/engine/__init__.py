@@ -1,0 +1,94 @@
+"""The engine: ``compact`` runs rule files as successive passes over a message list."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ..errors import InputError
+from ..formats import FORMATS, Format, Item, detect_format
+from ..language.model import RuleSet
+from .interpreter import Pass, run_pass
+from .report import PassReport, Report
+
+__all__ = ["compact", "Result", "resolve_rules", "check_messages", "finish", "iter_items", "run_pass", "Pass"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """The compacted messages (a new list; unchanged messages are shared) and the report."""
+
+    messages: list
+    report: Report
+
+    @property
+    def over_budget(self) -> bool:
+        return self.report.over_budget
+
+
+def resolve_rules(rules) -> list[RuleSet]:
+    """RuleSets from a RuleSet, a path or name, a list of those, or None (the bundled default)."""
+    from ..language.loader import load_rules
+
+    if rules is None:
+        return [load_rules("default")]
+    if isinstance(rules, RuleSet):
+        return [rules]
+    if isinstance(rules, (str, os.PathLike)):
+        return [load_rules(rules)]
+    return [r if isinstance(r, RuleSet) else load_rules(r) for r in rules]
+
+
+def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None = None,
+            format: str | None = None) -> Result:
+    """Apply one rule set, or several as successive passes, to a message list.
+
+    The input is never mutated.  ``rules`` may be a RuleSet, a path or ``preset:NAME``,
+    or a list of those; None means the bundled default rules.
+    """
+    name, fmt = check_messages(messages, format)
+    rulesets = resolve_rules(rules)
+    current, passes = messages, []
+    for ruleset in rulesets:
+        done = run_pass(current, ruleset, fmt)
+        current = done.messages
+        passes.append(done.report)
+    return finish(messages, current, name, rulesets, passes)
+
+
+def check_messages(messages: list, format: str | None) -> tuple[str, Format]:
+    """The format's name and object; InputError for a non-list or an unknown format."""
+    if not isinstance(messages, list):
+        raise InputError(f"messages must be a list, got {type(messages).__name__}")
+    name = format or detect_format(messages)
+    fmt = FORMATS.get(name)
+    if fmt is None:
+        raise InputError(f"unknown format {name!r}; allowed: {', '.join(FORMATS)}")
+    return name, fmt
+
+
+def finish(messages: list, current: list, format_name: str, rulesets: Sequence[RuleSet],
+           passes: list[PassReport]) -> Result:
+    """The Result of successive passes: a new list, and the final budget checks (measured
+    when read)."""
+    fmt = FORMATS[format_name]
+    if current is messages:
+        current = list(messages)
+    out = current
+
+    def checks():
+        return tuple((r.name, passes[-1].tokens_after if r is rulesets[-1] else _tokens(fmt, out, r),
+                      r.over_budget_tokens) for r in rulesets if r.over_budget_tokens is not None)
+
+    return Result(current, Report(format_name, tuple(passes), checks))
+
+
+def _tokens(fmt: Format, messages: list, ruleset: RuleSet) -> int:
+    estimate = ruleset.estimator
+    return sum(estimate.of_message(m, fmt.message_pieces(m)) for m in messages)
+
+
+def iter_items(messages: list, format: str | None = None) -> Iterable[Item]:
+    """The items rules decide on, for tools that inspect conversations."""
+    return FORMATS[format or detect_format(messages)].items(messages)

@@ -1,0 +1,382 @@
+"""The interpreter: one rule file's pass over a message list, copy-on-write.
+
+A pass reads top to bottom:
+
+1. the step boundary: how many leading messages the rules decide on;
+2. the trigger: whether the pass runs at all;
+3. the rules: for each item the first rule that matches, chosen rule by rule over all items
+   of a kind at once (``choose``);
+4. the actions of the rules that change something, oldest item first, within the budget
+   (``apply``);
+5. the minimum gate, and a report that is measured only when it is read.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from itertools import accumulate
+from typing import Any, Callable
+
+from ..formats import Format
+from ..kinds.base import RESULT, TURN
+from ..language.model import Budget, Rule, RuleSet, Step
+from .facts import Facts, Origin
+from .report import Decision, PassReport
+
+__all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "Editor", "AFTER_BOUNDARY"]
+
+AFTER_BOUNDARY = "after the step boundary: left as it is"
+ERROR_WITHOUT_RULE = "error result: only rules that match is_error: true apply"
+BUDGET_REACHED = "budget reached: left as it is"
+
+
+class Editor:
+    """The copy-on-write output of a pass; what actions read and edit.  ``facts`` describe the
+    input; ``out`` holds the current version of every message."""
+
+    def __init__(self, facts: Facts):
+        self.facts = facts
+        self.out = list(facts.messages)
+        self.before: dict[int, Any] = {}  # messages the current item's actions replaced, as they were
+
+    @property
+    def view(self) -> Facts:  # the name plugins know
+        return self.facts
+
+    def message(self, index: int) -> dict:
+        return self.out[index]
+
+    def replace(self, index: int, message: dict) -> None:
+        old = self.out[index]
+        if message is not old:
+            self.before.setdefault(index, old)
+            self.out[index] = message
+
+    def result_content_at(self, item: int) -> Any:
+        scan = self.facts.scan
+        return self.facts.fmt.result_content(self.out[scan.msg[item]], scan.block[item])
+
+    def result_text_at(self, item: int) -> str:
+        scan = self.facts.scan
+        return self.facts.fmt.result_text(self.out[scan.msg[item]], scan.block[item])
+
+    def set_result_text_at(self, item: int, text: str, as_string: bool = False) -> None:
+        scan = self.facts.scan
+        msg = scan.msg[item]
+        self.replace(msg, self.facts.fmt.set_result_content(self.out[msg], scan.block[item], text, as_string))
+
+    # the Item-based names of the plugin interface
+    def result_text(self, item) -> str:
+        return self.result_text_at(item.index)
+
+    def set_result_text(self, item, text: str, as_string: bool = False) -> None:
+        self.set_result_text_at(item.index, text, as_string)
+
+
+@dataclass(frozen=True, eq=False)
+class Decided:
+    """What one evaluation of the rules made of the messages of its facts."""
+
+    out: list  # the output messages
+    chosen: list  # per item: the deciding Rule, or None
+    notes: dict  # item -> note for the report
+    versions: dict  # item -> ((message index, before, after), ...): the messages its actions changed
+    gate: str | None = None  # "passed" | "failed" with a minimum gate
+    unapplied: str | None = None  # why the changes were undone (a failed gate)
+
+    @property
+    def changed(self) -> int:
+        return 0 if self.unapplied else len(self.versions)
+
+
+def choose(facts: Facts, ruleset: RuleSet) -> list[Rule | None]:
+    """Per item, the first rule whose matcher holds.  Error results are matched only by rules
+    that name ``is_error: true``."""
+    chosen: list[Rule | None] = [None] * len(facts)
+    for kind, items in ((RESULT, facts.results), (TURN, facts.turns)):
+        remaining = items
+        clean = None  # remaining items that are no error results
+        for rule, matcher in ruleset.chains[kind]:
+            if not remaining:
+                break
+            if rule.matches_errors or kind == TURN:
+                candidates = remaining
+            else:
+                if clean is None:
+                    errors = facts.errors
+                    clean = [i for i in remaining if not errors[i]]
+                candidates = clean
+            if not candidates:
+                continue
+            hits = candidates if matcher is True else matcher.select(candidates, facts)
+            if not hits:
+                continue
+            for i in hits:
+                chosen[i] = rule
+            if hits is remaining:
+                remaining = []
+            else:
+                taken = set(hits)
+                remaining = [i for i in remaining if i not in taken]
+            clean = None if clean is None or hits is clean else [i for i in clean if chosen[i] is None]
+    return chosen
+
+
+def evaluate(facts: Facts, ruleset: RuleSet) -> Decided:
+    """Choose a rule for every item, then apply the actions that change something, oldest
+    item first, within the rule set's budget."""
+    chosen = choose(facts, ruleset)
+    notes: dict[int, str] = {}
+    versions: dict[int, tuple] = {}
+    editor = Editor(facts)
+    budget = ruleset.budget
+    tally = _Tally(facts) if _counts(budget) else None
+    errors = facts.errors if any(rule is None for rule in chosen) and facts.results else None
+    for i, rule in enumerate(chosen):
+        if rule is None:
+            if errors is not None and errors[i]:
+                notes[i] = ERROR_WITHOUT_RULE
+            continue
+        if rule.keeps:
+            continue
+        if tally is not None and tally.reached(budget):
+            notes[i] = BUDGET_REACHED
+            continue
+        editor.before = before = {}
+        said = [note for note in (action.run(i, editor) for action in rule.actions) if note]
+        if said:
+            notes[i] = "; ".join(said)
+        if before:
+            out = editor.out
+            versions[i] = tuple((index, old, out[index]) for index, old in before.items())
+            if tally is not None:
+                tally.add(i, versions[i])
+    gate = unapplied = None
+    if budget.min_cleared_tokens is not None:
+        measured = tally.removed if budget.min_cleared_counts == "removed" else tally.cleared
+        gate = "passed" if measured >= budget.min_cleared_tokens else "failed"
+        if gate == "failed":
+            unapplied = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
+                         + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
+            return Decided(list(facts.messages), chosen, notes, versions, gate, unapplied)
+    return Decided(editor.out, chosen, notes, versions, gate, unapplied)
+
+
+def _counts(budget: Budget) -> bool:
+    return (budget.min_cleared_tokens is not None or budget.stop_at_tokens is not None
+            or budget.stop_after_cleared_tokens is not None)
+
+
+class _Tally:
+    """Running totals for budget conditions: the current tokens of each message and what the
+    pass cleared so far."""
+
+    def __init__(self, facts: Facts):
+        self.facts = facts
+        self.tokens = list(facts.message_tokens)
+        self.total = sum(self.tokens)
+        self.cleared = self.removed = 0
+
+    def reached(self, budget: Budget) -> bool:
+        return ((budget.stop_at_tokens is not None and self.total <= budget.stop_at_tokens)
+                or (budget.stop_after_cleared_tokens is not None and self.cleared >= budget.stop_after_cleared_tokens))
+
+    def add(self, item: int, changes: tuple) -> None:
+        saved = 0
+        for index, _, new in changes:
+            tokens = self.facts.measure(new)[0]
+            saved += self.tokens[index] - tokens
+            self.tokens[index] = tokens
+        self.total -= saved
+        self.cleared += saved
+        is_result = not self.facts.scan.is_turn[item]
+        self.removed += max(saved, self.facts.item_tokens[item]) if is_result else saved
+
+
+# -- the pass ------------------------------------------------------------------------------
+
+def step_boundary(step: Step, results_per_message: Callable[[], list[int]],
+                  tokens_per_message: Callable[[], list[int]], count: int) -> int:
+    """How many leading messages the rules decide on: the history up to the latest boundary.
+
+    A pure function of that history, so between boundaries the decided prefix, and with it the
+    prompt prefix a provider caches, stays byte-identical."""
+    if step.unit == "messages":
+        return count // step.every * step.every
+    if step.unit == "tool_results":
+        through = list(accumulate(results_per_message()))  # results in messages up to each index
+        reached = (through[-1] if through else 0) // step.every * step.every
+        return bisect_right(through, reached - 1) + 1 if reached else 0
+    cumulative = list(accumulate(tokens_per_message()))
+    limit = (cumulative[-1] if cumulative else 0) // step.every * step.every
+    return bisect_right(cumulative, limit)
+
+
+@dataclass(frozen=True, eq=False)
+class Pass:
+    """One pass's output and report, and what it decided (None when it did not run)."""
+
+    messages: list
+    report: PassReport
+    boundary: int
+    decided: Decided | None = None
+
+
+class Input:
+    """A pass's input: the messages, and their sizes measured once when something needs them."""
+
+    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet):
+        self.messages, self.fmt, self.ruleset = messages, fmt, ruleset
+        self._tokens: list[int] | None = None
+        self._chars: list[int] | None = None
+
+    def measure(self) -> tuple[list[int], list[int]]:
+        if self._tokens is None:
+            estimate, pieces_of = self.ruleset.estimator, self.fmt.message_pieces
+            tokens, chars = [], []
+            for msg in self.messages:
+                pieces = list(pieces_of(msg))
+                tokens.append(estimate.of_message(msg, pieces))
+                chars.append(sum(map(len, pieces)))
+            self._tokens, self._chars = tokens, chars
+        return self._tokens, self._chars
+
+    def tokens(self) -> list[int]:
+        return self.measure()[0]
+
+    def results(self) -> list[int]:
+        return list(map(self.fmt.result_count, self.messages))
+
+    def sizes(self, end: int) -> tuple[list[int], list[int]] | None:
+        """The measured sizes of the first ``end`` messages, if they were measured."""
+        if self._tokens is None:
+            return None
+        return self._tokens[:end], self._chars[:end]
+
+
+def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
+    """One rule file over ``messages``: the new list and what was decided."""
+    given = Input(messages, fmt, ruleset)
+    boundary = (step_boundary(ruleset.step, given.results, given.tokens, len(messages)) if ruleset.step
+                else len(messages))
+    skip = skipped(ruleset, given, boundary)
+    if skip:
+        return Pass(messages, not_run(ruleset, skip, given), boundary)
+    prefix = messages if boundary == len(messages) else messages[:boundary]
+    facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary))
+    decided = evaluate(facts, ruleset)
+    out = decided.out if boundary == len(messages) else decided.out + messages[boundary:]
+    return Pass(out, ran(ruleset, decided, given, boundary, out), boundary, decided)
+
+
+def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
+    """Why the pass does not run (disabled, or not triggered on the decided prefix), or None."""
+    trigger = ruleset.trigger
+    if not ruleset.enabled:
+        return "disabled"
+    if trigger.tokens_over is not None:
+        tokens = sum(given.tokens()[:boundary])
+        if not tokens > trigger.tokens_over:
+            return f"not triggered: {tokens} tokens <= {trigger.tokens_over}"
+    if trigger.tool_results_over is not None:
+        results = sum(given.results()[:boundary])
+        if not results > trigger.tool_results_over:
+            return f"not triggered: {results} tool results <= {trigger.tool_results_over}"
+    return None
+
+
+def _base(ruleset: RuleSet) -> dict:
+    return dict(ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
+                idempotent=ruleset.idempotent)
+
+
+def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:
+    def totals():
+        tokens, chars = given.measure()
+        return sum(tokens), sum(tokens), sum(chars), sum(chars)
+
+    return PassReport(ran=False, reason=why, totals=totals, **_base(ruleset))
+
+
+def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list,
+        facts_of_prefix: Callable[[], Facts] | None = None) -> PassReport:
+    """The report of a pass that ran: its totals and records are worked out when read, from the
+    input, the output and what was decided (``facts_of_prefix``: the facts of the decided
+    prefix, when the caller holds them)."""
+    messages, fmt = given.messages, given.fmt
+
+    def totals():
+        tokens, chars = given.measure()
+        before_tokens, before_chars = sum(tokens), sum(chars)
+        if decided.unapplied:
+            return before_tokens, before_tokens, before_chars, before_chars
+        measure = _measurer(fmt, ruleset)
+        saved_tokens = saved_chars = 0
+        for changes in decided.versions.values():
+            for _, old, new in changes:
+                (t0, c0), (t1, c1) = measure(old), measure(new)
+                saved_tokens += t0 - t1
+                saved_chars += c0 - c1
+        return before_tokens, before_tokens - saved_tokens, before_chars, before_chars - saved_chars
+
+    def details():
+        facts = facts_of_prefix() if facts_of_prefix is not None else Facts(messages[:boundary], fmt, ruleset)
+        whole = facts if boundary == len(messages) else Facts(messages, fmt, ruleset)
+        made = decisions(facts, decided, ruleset)
+        after = tuple(_decision(whole, i, None, 0, False, AFTER_BOUNDARY) for i in range(len(made), len(whole)))
+        answered = whole.answered
+        dangling = tuple(cid for i in whole.turns if whole.dangling[i]
+                         for cid in whole.call_ids[i] if cid not in answered)
+        return made + after, tuple(i for i in whole.results if whole.orphans[i]), dangling
+
+    return PassReport(ran=True, reason=_reason(ruleset, boundary), changed=decided.changed, gate=decided.gate,
+                      totals=totals, details=details, **_base(ruleset))
+
+
+def _measurer(fmt: Format, ruleset: RuleSet):
+    estimate, pieces_of = ruleset.estimator, fmt.message_pieces
+
+    def measure(msg) -> tuple[int, int]:
+        pieces = list(pieces_of(msg))
+        return estimate.of_message(msg, pieces), sum(map(len, pieces))
+
+    return measure
+
+
+def decisions(facts: Facts, decided: Decided, ruleset: RuleSet) -> tuple[Decision, ...]:
+    """A Decision per item of ``facts``, from what was decided on them."""
+    measure = _measurer(facts.fmt, ruleset)
+    made = []
+    for i, rule in enumerate(decided.chosen):
+        changes = decided.versions.get(i, ())
+        saved = sum(measure(old)[0] - measure(new)[0] for _, old, new in changes)
+        decision = _decision(facts, i, rule, saved, bool(changes), decided.notes.get(i))
+        if decided.unapplied and decision.changed:
+            decision = replace(decision, changed=False, tokens_after=decision.tokens_before, note=decided.unapplied)
+        made.append(decision)
+    return tuple(made)
+
+
+def _decision(facts: Facts, i: int, rule: Rule | None, saved: int, changed: bool, note: str | None) -> Decision:
+    scan = facts.scan
+    before = facts.item_tokens[i]
+    turn = scan.is_turn[i]
+    return Decision(
+        item=i, message=scan.msg[i], block=scan.block[i], role="assistant" if turn else "tool",
+        tool=",".join(facts.call_names[i]) or None if turn else facts.tool_names[i],
+        tool_call_id=scan.call_id[i], chars=len(facts.texts[i]), tokens_before=before, tokens_after=before - saved,
+        age=facts.ages("tool_results", None, False)[i], rule=rule.name if rule else None,
+        source=rule.source if rule else None, action=rule.action_names if rule else "none",
+        changed=changed, error=facts.errors[i], orphan=facts.orphans[i], note=note)
+
+
+def _reason(ruleset: RuleSet, boundary: int) -> str:
+    step = ruleset.step
+    if step is None:
+        return ruleset.trigger.describe()
+    where = f"rules decide messages 0-{boundary - 1}" if boundary else "no step boundary yet: nothing decided"
+    return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}: {where}"
+
+
+__all__ += ["Input", "skipped", "not_run", "ran", "decisions", "Origin"]

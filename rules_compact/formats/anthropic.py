@@ -1,0 +1,150 @@
+"""Anthropic Messages: content blocks ``tool_use`` / ``tool_result`` / ``thinking``."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .base import Call, Format, _dicts, _str, dumps_args, parts_text, replace_content
+
+__all__ = ["AnthropicFormat", "ANTHROPIC_BLOCKS"]
+
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+class AnthropicFormat(Format):
+    """Anthropic Messages: content blocks ``tool_use`` / ``tool_result`` / ``thinking``."""
+
+    name = "anthropic"
+
+    @staticmethod
+    def shows(msg: dict) -> bool:
+        return any(b.get("type") in ANTHROPIC_BLOCKS for b in _dicts(msg.get("content")))
+
+    @staticmethod
+    def _blocks(msg: Any) -> list:
+        if not isinstance(msg, dict):
+            return []
+        content = msg.get("content")
+        return content if isinstance(content, list) else []
+
+    def calls(self, msg: Any) -> list[Call]:
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            return []
+        return [(b["id"], b.get("name") if isinstance(b.get("name"), str) else None, b)
+                for b in _dicts(self._blocks(msg)) if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+
+    def results(self, msg: Any) -> list[tuple[str | None, int, bool]]:
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            return []
+        out = []
+        for j, block in enumerate(self._blocks(msg)):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                call_id = block.get("tool_use_id")
+                out.append((call_id if isinstance(call_id, str) else None, j, block.get("is_error") is True))
+        return out
+
+    @staticmethod
+    def result_text(msg: Any, block: int | None) -> str:
+        return parts_text(msg["content"][block].get("content"))
+
+    def is_user_turn(self, msg: Any) -> bool:
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            return False
+        content = msg.get("content")
+        if isinstance(content, str):
+            return bool(content.strip())
+        return any(b.get("type") == "text" and _str(b.get("text")).strip() for b in _dicts(content))
+
+    def has_thinking(self, msg: Any) -> bool:
+        return any(b.get("type") in ("thinking", "redacted_thinking") for b in _dicts(self._blocks(msg)))
+
+    def message_pieces(self, msg: Any) -> Iterable[str]:
+        if not isinstance(msg, dict):
+            return
+        content = msg.get("content")
+        if isinstance(content, str):
+            yield content
+            return
+        for block in _dicts(content):
+            kind = block.get("type")
+            if kind == "text":
+                yield _str(block.get("text"))
+            elif kind == "thinking":
+                yield _str(block.get("thinking"))
+            elif kind == "redacted_thinking":
+                yield _str(block.get("data"))
+            elif kind == "tool_use":
+                yield _str(block.get("name"))
+                yield dumps_args(block.get("input", {}))
+            elif kind == "tool_result":
+                yield parts_text(block.get("content"))
+
+    def result_content(self, msg: dict, block: int | None) -> Any:
+        return msg["content"][block].get("content")
+
+    def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
+        blocks = list(msg["content"])
+        old = blocks[block]
+        new = text if as_string else replace_content(old.get("content"), text)
+        blocks[block] = {**old, "content": new}
+        return {**msg, "content": blocks}
+
+    def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        lead, texts, others = [], [], []
+        marker_slot: tuple[list, int] | None = None
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            is_text = kind == "text" and isinstance(block.get("text"), str)
+            is_thinking = kind in ("thinking", "redacted_thinking")
+            if is_text and (block["text"] == marker or keep(block["text"])):
+                (texts if text_first else others).append(block)
+            elif is_thinking and keep_thinking:
+                (lead if text_first else others).append(block)
+            elif is_text or is_thinking:
+                if marker_slot is None:
+                    target = texts if text_first else others
+                    marker_slot = (target, len(target))
+            elif not drop_other or kind == "tool_use":
+                others.append(block)
+        has_marker = any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == marker
+                         for b in texts + others)
+        if marker is not None and not has_marker and marker_slot is not None:
+            marker_slot[0].insert(marker_slot[1], {"type": "text", "text": marker})
+        new = lead + texts + others
+        if len(new) == len(blocks) and all(x is y for x, y in zip(new, blocks)):
+            return msg
+        return {**msg, "content": new}
+
+    def is_empty(self, msg: dict) -> bool:
+        content = msg.get("content")
+        return not content
+
+    def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
+        content = msg.get("content")
+        if not isinstance(content, list) or not content:
+            return msg
+        if block is not None:
+            at = block
+        else:  # the last block that may carry a breakpoint (never a thinking block)
+            at = next((j for j in range(len(content) - 1, -1, -1) if isinstance(content[j], dict)
+                       and content[j].get("type") not in ("thinking", "redacted_thinking")), None)
+            if at is None:
+                return msg
+        block = content[at]
+        if not isinstance(block, dict) or "cache_control" in block:  # never move or weaken one
+            return msg
+        blocks = list(content)
+        blocks[at] = {**block, "cache_control": cache_control}
+        return {**msg, "content": blocks}
+
+    def clear_inputs(self, msg, call_ids):
+        blocks, changed = [], False
+        for block in self._blocks(msg):
+            if (isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") in call_ids
+                    and block.get("input") != {}):
+                block = {**block, "input": {}}
+                changed = True
+            blocks.append(block)
+        return {**msg, "content": blocks} if changed else msg

@@ -1,0 +1,269 @@
+"""What every message format provides: its items in columns, and copy-on-write edits.
+
+A format never mutates a message: every edit returns a new message dict that shares the
+untouched parts of the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, NamedTuple
+
+__all__ = ["Item", "Scan", "Format", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText"]
+
+
+class Item(NamedTuple):
+    """One thing a rule decides on, as plugins and reports see it: a tool result or an
+    assistant turn."""
+
+    index: int
+    kind: str  # "tool_result" | "assistant"
+    msg_index: int
+    block_index: int | None  # Anthropic tool_result block; None for whole messages
+    tool_name: str | None  # the called tool, for a result; None when orphan
+    tool_call_id: str | None
+    call: dict | None  # the raw call a result answers
+    call_msg_index: int | None
+    call_names: tuple[str, ...]  # assistant: names of its calls
+    call_ids: tuple[str, ...]  # assistant: ids of its calls
+    text: str  # visible text: result content, or assistant text
+    is_error: bool  # the format's own error flag
+    orphan: bool
+    dangling: bool  # assistant: a call of it has no result
+    span: int | None
+    prev_assistant: int | None = None  # result: the nearest assistant message before it
+    has_thinking: bool = False  # assistant: holds thinking or reasoning content
+
+    @property
+    def role(self) -> str:
+        return "tool" if self.kind == "tool_result" else "assistant"
+
+
+Call = tuple  # (call id, tool name or None, the raw call)
+
+
+@dataclass(slots=True, eq=False)
+class Scan:
+    """A message list's items, in columns indexed by item (results and assistant turns in
+    conversation order), and its turns and spans."""
+
+    msg: list[int] = field(default_factory=list)  # the item's message
+    block: list = field(default_factory=list)  # its block (an Anthropic tool_result), else None
+    is_turn: list[bool] = field(default_factory=list)  # an assistant turn, else a tool result
+    call_id: list = field(default_factory=list)  # a result: the call id it answers (None if none)
+    error_flag: list[bool] = field(default_factory=list)  # a result: the format's own error flag
+    calls: list = field(default_factory=list)  # a turn: its calls, as Calls; a result: ()
+    thinking: list[bool] = field(default_factory=list)  # a turn: holds thinking or reasoning
+    span: list = field(default_factory=list)  # the item's span, or None
+    prev_assistant: list = field(default_factory=list)  # a result: the nearest assistant message before it
+    results: list[int] = field(default_factory=list)  # item indices of the results
+    turns: list[int] = field(default_factory=list)  # item indices of the assistant turns
+    user_turns: list[int] = field(default_factory=list)  # message indices of user turns
+    span_starts: list[int] = field(default_factory=list)  # message index where each span starts
+    last_assistant: int | None = None  # message index
+    calls_of: list = field(default_factory=list)  # per message: its own calls (Format.calls)
+    call_at: dict = field(default_factory=dict)  # call id -> (call, message index, tool name), first seen
+
+    def add_result(self, msg: int, block, call_id, error: bool, span, prev) -> None:
+        self.results.append(len(self.msg))
+        self._add(msg, block, False, call_id, error, (), False, span, prev)
+
+    def add_turn(self, msg: int, calls: list, thinking: bool, span) -> None:
+        self.turns.append(len(self.msg))
+        self._add(msg, None, True, None, False, tuple(calls), thinking, span, None)
+
+    def _add(self, msg, block, is_turn, call_id, error, calls, thinking, span, prev) -> None:
+        self.msg.append(msg)
+        self.block.append(block)
+        self.is_turn.append(is_turn)
+        self.call_id.append(call_id)
+        self.error_flag.append(error)
+        self.calls.append(calls)
+        self.thinking.append(thinking)
+        self.span.append(span)
+        self.prev_assistant.append(prev)
+
+    def __len__(self) -> int:
+        return len(self.msg)
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def parts_text(content: Any) -> str:
+    """Text of a string or of a list of text parts/blocks, concatenated."""
+    if isinstance(content, str):
+        return content
+    texts = [p.get("text") or p.get("refusal") for p in _dicts(content) if p.get("type") in ("text", "refusal")]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+def replace_content(content: Any, text: str) -> Any:
+    """New content holding only ``text``, keeping its shape and any cache_control marker."""
+    if not isinstance(content, list):
+        return text
+    part: dict[str, Any] = {"type": "text", "text": text}
+    markers = [p["cache_control"] for p in _dicts(content) if "cache_control" in p]
+    if markers:
+        part["cache_control"] = markers[-1]
+    return [part]
+
+
+def dumps_args(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_args(call: dict | None) -> Any:
+    """A call's arguments as JSON data, or None if they do not decode."""
+    if not isinstance(call, dict):
+        return None
+    if "input" in call:
+        return call["input"]
+    fn = call.get("function")
+    raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")  # Responses: top level
+    if not isinstance(raw, str):
+        return raw if isinstance(raw, dict) else None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+KeepText = Callable[[str], bool]
+
+
+class Format:
+    """A message format: how its items are found, measured and edited.  Formats are
+    registered in ``rules_compact.formats.FORMATS``."""
+
+    name = ""
+    resumable = True  # items are found message by message, so a pass can resume (incremental layer)
+
+    # -- structure ---------------------------------------------------------------------
+    def calls(self, msg: Any) -> list[Call]:
+        """``(id, name, raw call)`` for each tool call of an assistant message."""
+        raise NotImplementedError
+
+    def results(self, msg: Any) -> list[tuple[str | None, int | None, bool]]:
+        """``(call id, block index, error flag)`` for each tool result in a message."""
+        raise NotImplementedError
+
+    def result_text(self, msg: Any, block: int | None) -> str:
+        """The text of a tool result (the message's, or its block's)."""
+        raise NotImplementedError
+
+    def is_user_turn(self, msg: Any) -> bool:
+        raise NotImplementedError
+
+    def result_count(self, msg: Any) -> int:
+        """How many tool results a message holds (an assistant message holds none)."""
+        return 0 if isinstance(msg, dict) and msg.get("role") == "assistant" else len(self.results(msg))
+
+    def has_thinking(self, msg: Any) -> bool:
+        raise NotImplementedError
+
+    def assistant_text(self, msg: Any) -> str:
+        return parts_text(msg.get("content")) if isinstance(msg, dict) else ""
+
+    def scan(self, messages: list) -> Scan:
+        """Link results to calls, number spans, find user turns."""
+        scan = Scan()
+        call_at = scan.call_at
+        calls_of = scan.calls_of
+        span: int | None = None
+        for i, msg in enumerate(messages):
+            calls = self.calls(msg)
+            calls_of.append(calls)
+            for call in calls:
+                if call[0] not in call_at:
+                    call_at[call[0]] = (call[2], i, call[1])
+            if isinstance(msg, dict) and msg.get("role") == "assistant":
+                scan.last_assistant = i
+                if calls:
+                    scan.span_starts.append(i)
+                    span = len(scan.span_starts) - 1
+                else:
+                    span = None
+                scan.add_turn(i, calls, self.has_thinking(msg), span)
+                continue
+            results = self.results(msg)
+            if not results:
+                span = None
+            for call_id, block, error in results:
+                scan.add_result(i, block, call_id, error, span, scan.last_assistant)
+            if self.is_user_turn(msg):
+                scan.user_turns.append(i)
+        return scan
+
+    def item_text(self, messages: list, scan: Scan, item: int) -> str:
+        """The visible text of an item: a result's content, an assistant turn's text."""
+        msg = messages[scan.msg[item]]
+        if scan.is_turn[item]:
+            return self.assistant_text(msg)
+        return self.result_text(msg, scan.block[item])
+
+    def text_blocks(self, msg: Any) -> list[str]:
+        """The texts of a message's text blocks (a string content is one block)."""
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, str):
+            return [content]
+        return [b["text"] for b in _dicts(content) if b.get("type") == "text" and isinstance(b.get("text"), str)]
+
+    def message_pieces(self, msg: Any) -> Iterable[str]:
+        """Every text the model sees in a message: the input of token estimates."""
+        raise NotImplementedError
+
+    # -- edits -------------------------------------------------------------------------
+    def result_content(self, msg: dict, block: int | None) -> Any:
+        raise NotImplementedError
+
+    def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
+        raise NotImplementedError
+
+    def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,
+                   keep_thinking: bool, drop_other: bool = False) -> dict:
+        raise NotImplementedError
+
+    def is_empty(self, msg: dict) -> bool:
+        """Whether an assistant message has nothing left that the API would accept."""
+        raise NotImplementedError
+
+    def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
+        """Put ``cache_control`` on the item's block (formats without breakpoints: unchanged)."""
+        return msg
+
+    def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
+        raise NotImplementedError
+
+    # -- for tools that inspect conversations ---------------------------------------------
+    def items(self, messages: list) -> tuple[Item, ...]:
+        """The items as Item records (for reports, tests and tools; the engine reads columns)."""
+        return self.build_items(messages, self.scan(messages))
+
+    def build_items(self, messages: list, scan: Scan) -> tuple[Item, ...]:
+        answered = {cid for cid in scan.call_id if cid is not None}
+        call_at = scan.call_at
+        out = []
+        for i in range(len(scan)):
+            text = self.item_text(messages, scan, i)
+            if scan.is_turn[i]:
+                calls = scan.calls[i]
+                ids = tuple(c[0] for c in calls)
+                out.append(Item(i, "assistant", scan.msg[i], None, None, None, None, None,
+                                tuple(c[1] or "" for c in calls), ids, text, False, False,
+                                not answered.issuperset(ids), scan.span[i], None, scan.thinking[i]))
+            else:
+                cid = scan.call_id[i]
+                call, call_msg, name = call_at.get(cid, _NO_CALL) if cid is not None else _NO_CALL
+                out.append(Item(i, "tool_result", scan.msg[i], scan.block[i], name, cid, call, call_msg, (), (),
+                                text, scan.error_flag[i], call is None, False, scan.span[i], scan.prev_assistant[i]))
+        return tuple(out)
+
+
+_NO_CALL = (None, None, None)

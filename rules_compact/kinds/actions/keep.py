@@ -1,0 +1,14 @@
+"""The ``keep`` action: leave the item as it is; stops the rule chain."""
+
+from __future__ import annotations
+
+from ..base import Action, ActionKind
+
+
+def compile_keep(options, ctx, path) -> Action:
+    return Action("keep", run=lambda index, ed: None, kind=KIND)
+
+SCHEMA = {'type': ['null', 'object'], 'additionalProperties': False, 'description': 'Leave the item as it is.'}
+
+KIND = ActionKind('keep', compile_keep, 'Leave the item as it is; stops the rule chain.',
+                  SCHEMA, item_only=True)

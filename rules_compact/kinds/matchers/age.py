@@ -1,0 +1,62 @@
+"""The ``age`` matcher: how many units are newer than the item."""
+
+from __future__ import annotations
+
+from ..ages import AGE_UNITS
+from ..base import History, Matcher, MatcherKind, bounds, require_bound
+
+
+def compile_age(options, ctx, path):
+    unit = options["unit"]
+    among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None
+    require_bound(options, ctx, path, "age")
+    if among is not None and not AGE_UNITS[unit].among:
+        allowed = [n for n, u in AGE_UNITS.items() if u.among]
+        ctx.problem(f"{path}.among", f"'among' needs unit {', '.join(allowed[:-1])} or {allowed[-1]}, not {unit!r}")
+    include_self = options.get("include_self", False)
+    low, high = bounds(options)
+
+    def select(items, facts):
+        ages = facts.ages(unit, among, include_self)
+        return [i for i in items if low <= ages[i] <= high]
+
+    return Matcher(select, KIND, cost=1, data=Age(unit, among, include_self, saturation(options)))
+
+
+class Age:
+    """What the incremental layer needs of an age matcher: its key, and from which age on
+    every bound compares the same forever."""
+
+    __slots__ = ("key", "among", "saturation")
+
+    def __init__(self, unit, among, include_self, saturation):
+        self.key = (unit, among, include_self)
+        self.among = among
+        self.saturation = saturation
+
+
+def saturation(options: dict) -> int:
+    """The least value from which every bound in ``options`` compares the same forever."""
+    return max(((b + 1 if k in ("gt", "lte") else b) for k, b in options.items()
+                if k in ("gt", "gte", "lt", "lte")), default=0)
+
+SCHEMA = {'type': 'object',
+ 'additionalProperties': False,
+ 'required': ['unit'],
+ 'properties': {'unit': {'enum': ['tool_results', 'tool_calls', 'spans', 'messages', 'user_turns', 'tokens'],
+                         'description': 'tool_results, tool_calls (in call order, dangling calls included), '
+                                        'spans (an assistant message with tool calls plus its results), '
+                                        'messages, user_turns, or estimated tokens.'},
+                'among': {'$ref': '#/$defs/matcher',
+                          'description': 'Count only what matches this: items (tool_results, tokens), spans '
+                                         'with a matching item (spans), or user turns with a matching item '
+                                         '(user_turns).'},
+                'include_self': {'type': 'boolean',
+                                 'description': 'Count the item itself too (when it is counted).'},
+                'gt': {'type': 'integer', 'minimum': 0, 'description': 'Greater than this.'},
+                'gte': {'type': 'integer', 'minimum': 0, 'description': 'Greater than or equal to this.'},
+                'lt': {'type': 'integer', 'minimum': 0, 'description': 'Less than this.'},
+                'lte': {'type': 'integer', 'minimum': 0, 'description': 'Less than or equal to this.'}}}
+
+KIND = MatcherKind('age', compile_age, 'How many units are newer than the item, counted from the newest (the newest item has age 0), compared with gt/gte/lt/lte.',
+                   SCHEMA, History.AGE)

@@ -1,0 +1,51 @@
+"""The ``size`` matcher: size of the item's text in chars, bytes or estimated tokens."""
+
+from __future__ import annotations
+
+from ..base import History, Matcher, MatcherKind, bounds, require_bound
+from ..estimators import utf8_len, utf16_len
+
+UNITS = ("chars", "bytes", "utf16", "tokens")
+
+
+def compile_size(options, ctx, path):
+    require_bound(options, ctx, path, "size")
+    low, high = bounds(options)
+    unit = options.get("unit", "chars")
+    if unit == "chars":
+        def select(items, facts):
+            texts = facts.texts
+            return [i for i in items if low <= len(texts[i]) <= high]
+    elif unit == "bytes":
+        def select(items, facts):  # n characters are n to 4n UTF-8 bytes: encode only when that matters
+            texts = facts.texts
+            out = []
+            for i in items:
+                n = len(texts[i])
+                if low <= n and 4 * n <= high:
+                    out.append(i)
+                elif 4 * n >= low and n <= high and low <= utf8_len(texts[i]) <= high:
+                    out.append(i)
+            return out
+    elif unit == "utf16":
+        def select(items, facts):
+            texts = facts.texts
+            return [i for i in items if low <= utf16_len(texts[i]) <= high]
+    else:
+        def select(items, facts):
+            estimate, texts = facts.estimate, facts.texts
+            return [i for i in items if low <= (estimate(texts[i]) if texts[i] else 0) <= high]
+    return Matcher(select, KIND, cost=3)
+
+SCHEMA = {'type': 'object',
+ 'additionalProperties': False,
+ 'properties': {'unit': {'enum': ['chars', 'bytes', 'utf16', 'tokens'],
+                         'description': "chars (default), UTF-8 bytes, UTF-16 code units (JavaScript's "
+                                        'length), or estimated tokens.'},
+                'gt': {'type': 'integer', 'minimum': 0, 'description': 'Greater than this.'},
+                'gte': {'type': 'integer', 'minimum': 0, 'description': 'Greater than or equal to this.'},
+                'lt': {'type': 'integer', 'minimum': 0, 'description': 'Less than this.'},
+                'lte': {'type': 'integer', 'minimum': 0, 'description': 'Less than or equal to this.'}}}
+
+KIND = MatcherKind('size', compile_size, "Size of the item's text, compared with gt/gte/lt/lte.",
+                   SCHEMA, History.ITEM)

@@ -1,0 +1,42 @@
+"""The ``tool`` matcher: tool name: exact, glob or a list; an assistant turn matches if any call does."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from ..base import History, Matcher, MatcherKind
+
+
+def compile_tool(value, ctx, path):
+    patterns = tuple([value] if isinstance(value, str) else value)
+    seen: dict[str, bool] = {}  # tool names are few: match each once
+
+    def hit(name) -> bool:
+        if name is None:
+            return False
+        found = seen.get(name)
+        if found is None:
+            found = any(fnmatchcase(name, p) for p in patterns)
+            if len(seen) < 4096:
+                seen[name] = found
+        return found
+
+    def select(items, facts):
+        is_turn, names, call_names = facts.scan.is_turn, facts.tool_names, None
+        out = []
+        for i in items:
+            if is_turn[i]:
+                if call_names is None:
+                    call_names = facts.call_names
+                if any(hit(n) for n in call_names[i]):
+                    out.append(i)
+            elif hit(names[i]):
+                out.append(i)
+        return out
+
+    return Matcher(select, KIND, cost=2)
+
+SCHEMA = {'anyOf': [{'type': 'string'}, {'type': 'array', 'items': {'type': 'string'}, 'minItems': 1}]}
+
+KIND = MatcherKind('tool', compile_tool, "Tool name: exact, a glob such as 'Todo*' or 'mcp__*', or a list of them. An assistant turn matches if any of its calls does.",
+                   SCHEMA, History.ITEM)
