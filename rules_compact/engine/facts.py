@@ -37,13 +37,19 @@ class Origin:
 
 
 WHOLE = Origin()
+_NO_LINK = (None, None, None)
 
 
 class Facts:
     """Items, turns, spans, sizes and ages of a run of messages, each computed when read.
 
+    ``fast`` lets matchers take shortcuts that give the same answers (bisection on ages that
+    never grow along the items); the tests turn it off to compare.
+
     Plugins see this as the ``view`` of a predicate ``(item, view)``: ``messages``, ``fmt``,
     ``ruleset``, ``estimate(text)``, ``is_error(item)``, ``tool_spec(name)`` and ``age(...)``."""
+
+    fast = True
 
     def __init__(self, messages: list, fmt: Format, ruleset: RuleSet | None = None, origin: Origin = WHOLE,
                  message_sizes: tuple[list[int], list[int]] | None = None):
@@ -56,6 +62,7 @@ class Facts:
         self._sizes = message_sizes
         self._memo: dict[tuple, Any] = {}
         self._items: dict[int, Item] = {}
+        self._texts: list | None = None
 
     @classmethod
     def of(cls, messages: list, fmt: Format) -> Facts:
@@ -75,19 +82,54 @@ class Facts:
 
     @cached_property
     def texts(self) -> list[str]:
-        scan, messages, text = self.scan, self.messages, self.fmt.item_text
-        return [text(messages, scan, i) for i in range(len(scan))]
+        """Per item: its visible text (a result's content, an assistant turn's text)."""
+        return self.texts_of(range(len(self.scan)))
+
+    def text(self, item: int) -> str:
+        """One item's text."""
+        known = self._texts
+        found = known[item] if known is not None else None
+        return found if found is not None else self.texts_of((item,))[0]
+
+    def texts_of(self, items) -> list[str]:
+        """The texts of some items, in their order (each measured once per pass)."""
+        known = self._texts
+        if known is None:
+            known = self._texts = [None] * len(self.scan)
+            texts = self.fmt.item_texts(self.messages, self.scan, items)
+            for i, text in zip(items, texts):
+                known[i] = text
+            return texts
+        missing = [i for i in items if known[i] is None]
+        if missing:
+            for i, text in zip(missing, self.fmt.item_texts(self.messages, self.scan, missing)):
+                known[i] = text
+        return [known[i] for i in items]
 
     @cached_property
     def links(self) -> list[tuple]:
         """Per item: ``(call, call's message index, tool name)`` of the call a result answers,
         ``(None, None, None)`` for a turn or an orphan."""
-        call_at, none = self.scan.call_at, (None, None, None)
-        return [none if cid is None else call_at.get(cid, none) for cid in self.scan.call_id]
+        return self._links[0]
 
     @cached_property
     def tool_names(self) -> list:
-        return [link[2] for link in self.links]
+        """Per item: the tool a result's call names (None for a turn or an orphan)."""
+        return self._links[1]
+
+    @cached_property
+    def _links(self) -> tuple[list, list]:
+        call_at, call_id, none = self.scan.call_at, self.scan.call_id, _NO_LINK
+        links = [none] * len(call_id)
+        names = [None] * len(call_id)
+        for k in self.scan.results:
+            cid = call_id[k]
+            if cid is not None:
+                link = call_at.get(cid)
+                if link is not None:
+                    links[k] = link
+                    names[k] = link[2]
+        return links, names
 
     @cached_property
     def orphans(self) -> list[bool]:
@@ -207,11 +249,14 @@ class Facts:
             later: set[tuple] = set()
             hits: set[int] = set()
             scan, links = self.scan, self.links
+            own = self.fmt.own_calls
             for i in range(len(scan) - 1, -1, -1):
                 if scan.is_turn[i]:
-                    later.update(signature(name, call, key) for _, name, call in self.turn_calls(i))
-                    later.discard(None)
-                else:
+                    for _, name, call in (scan.calls[i] if own else self.turn_calls(i)):
+                        found = signature(name, call, key)
+                        if found is not None:
+                            later.add(found)
+                elif later:
                     call, _, name = links[i]
                     if call is not None and signature(name, call, key) in later:
                         hits.add(i)
@@ -222,6 +267,9 @@ class Facts:
         """A turn's calls as ``(message index, tool name, raw call)``: in its own message
         (OpenAI, Anthropic), or in items of their own (Responses)."""
         scan = self.scan
+        if self.fmt.own_calls:
+            msg = scan.msg[index]
+            return [(msg, name, call) for _, name, call in scan.calls[index]]
         at = self._memo.get(("calls",))
         if at is None:
             at = self._memo[("calls",)] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from functools import cached_property
 from itertools import accumulate
 from typing import Any, Callable
 
@@ -33,12 +34,14 @@ BUDGET_REACHED = "budget reached: left as it is"
 
 class Editor:
     """The copy-on-write output of a pass; what actions read and edit.  ``facts`` describe the
-    input; ``out`` holds the current version of every message."""
+    input; ``out`` holds the current version of every message; ``log`` every replacement, as
+    ``(item, message index, the message as it was)``."""
 
     def __init__(self, facts: Facts):
         self.facts = facts
         self.out = list(facts.messages)
-        self.before: dict[int, Any] = {}  # messages the current item's actions replaced, as they were
+        self.log: list[tuple[int, int, Any]] = []
+        self.item = -1  # the item whose actions run
 
     @property
     def view(self) -> Facts:  # the name plugins know
@@ -48,18 +51,23 @@ class Editor:
         return self.out[index]
 
     def replace(self, index: int, message: dict) -> None:
-        old = self.out[index]
+        out = self.out
+        old = out[index]
         if message is not old:
-            self.before.setdefault(index, old)
-            self.out[index] = message
+            self.log.append((self.item, index, old))
+            out[index] = message
 
     def result_content_at(self, item: int) -> Any:
         scan = self.facts.scan
         return self.facts.fmt.result_content(self.out[scan.msg[item]], scan.block[item])
 
     def result_text_at(self, item: int) -> str:
-        scan = self.facts.scan
-        return self.facts.fmt.result_text(self.out[scan.msg[item]], scan.block[item])
+        facts = self.facts
+        msg = facts.scan.msg[item]
+        current = self.out[msg]
+        if current is facts.messages[msg]:  # not edited yet: the text the matchers read
+            return facts.text(item)
+        return facts.fmt.result_text(current, facts.scan.block[item])
 
     def set_result_text_at(self, item: int, text: str, as_string: bool = False) -> None:
         scan = self.facts.scan
@@ -81,20 +89,43 @@ class Decided:
     out: list  # the output messages
     chosen: list  # per item: the deciding Rule, or None
     notes: dict  # item -> note for the report
-    versions: dict  # item -> ((message index, before, after), ...): the messages its actions changed
+    log: list  # every replacement, as (item, message index, the message as it was)
     gate: str | None = None  # "passed" | "failed" with a minimum gate
     unapplied: str | None = None  # why the changes were undone (a failed gate)
 
     @property
     def changed(self) -> int:
-        return 0 if self.unapplied else len(self.versions)
+        """How many items an action changed."""
+        return 0 if self.unapplied else len({entry[0] for entry in self.log})
+
+    @cached_property
+    def versions(self) -> dict[int, tuple]:
+        """Item -> ``((message index, before, after), ...)``: each message its actions changed,
+        as it was before them and after them."""
+        return versions(self.log, self.out)
 
 
-def choose(facts: Facts, ruleset: RuleSet) -> list[Rule | None]:
-    """Per item, the first rule whose matcher holds.  Error results are matched only by rules
-    that name ``is_error: true``."""
+def versions(log: list, out: list) -> dict[int, tuple]:
+    later: dict[int, Any] = {}  # message index -> its version after the entries seen so far (backwards)
+    found: dict[int, dict[int, list]] = {}
+    for item, index, before in reversed(log):
+        after = later.get(index, out[index]) if index not in found.get(item, {}) else None
+        later[index] = before
+        changes = found.setdefault(item, {})
+        if index in changes:
+            changes[index][0] = before  # an earlier replacement by the same item's actions
+        else:
+            changes[index] = [before, after]
+    return {item: tuple((index, b, a) for index, (b, a) in sorted(changes.items()))
+            for item, changes in sorted(found.items())}
+
+
+def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]]:
+    """Per item, the first rule whose matcher holds (error results are matched only by rules
+    that name ``is_error: true``); and the items whose rule does more than keep, in order."""
     chosen: list[Rule | None] = [None] * len(facts)
-    for kind, items in ((RESULT, facts.results), (TURN, facts.turns)):
+    acted: list[int] = []
+    for kind, items in ((TURN, facts.turns), (RESULT, facts.results)):  # turns first: their calls give the results' links
         remaining = items
         clean = None  # remaining items that are no error results
         for rule, matcher in ruleset.chains[kind]:
@@ -114,44 +145,47 @@ def choose(facts: Facts, ruleset: RuleSet) -> list[Rule | None]:
                 continue
             for i in hits:
                 chosen[i] = rule
+            if not rule.keeps:
+                acted += hits
             if hits is remaining:
                 remaining = []
             else:
                 taken = set(hits)
                 remaining = [i for i in remaining if i not in taken]
             clean = None if clean is None or hits is clean else [i for i in clean if chosen[i] is None]
-    return chosen
+    acted.sort()
+    return chosen, acted
 
 
 def evaluate(facts: Facts, ruleset: RuleSet) -> Decided:
     """Choose a rule for every item, then apply the actions that change something, oldest
     item first, within the rule set's budget."""
-    chosen = choose(facts, ruleset)
+    chosen, todo = choose(facts, ruleset)
     notes: dict[int, str] = {}
-    versions: dict[int, tuple] = {}
+    if facts.results:
+        errors = facts.errors
+        for i in facts.results:
+            if errors[i] and chosen[i] is None:
+                notes[i] = ERROR_WITHOUT_RULE
     editor = Editor(facts)
+    log = editor.log
     budget = ruleset.budget
     tally = _Tally(facts) if _counts(budget) else None
-    errors = facts.errors if any(rule is None for rule in chosen) and facts.results else None
-    for i, rule in enumerate(chosen):
-        if rule is None:
-            if errors is not None and errors[i]:
-                notes[i] = ERROR_WITHOUT_RULE
-            continue
-        if rule.keeps:
-            continue
+    for i in todo:
         if tally is not None and tally.reached(budget):
             notes[i] = BUDGET_REACHED
             continue
-        editor.before = before = {}
-        said = [note for note in (action.run(i, editor) for action in rule.actions) if note]
-        if said:
-            notes[i] = "; ".join(said)
-        if before:
-            out = editor.out
-            versions[i] = tuple((index, old, out[index]) for index, old in before.items())
-            if tally is not None:
-                tally.add(i, versions[i])
+        editor.item = i
+        start = len(log)
+        actions = chosen[i].actions
+        if len(actions) == 1:
+            note = actions[0].run(i, editor)
+        else:
+            note = "; ".join(n for n in [action.run(i, editor) for action in actions] if n)
+        if note:
+            notes[i] = note
+        if tally is not None and len(log) > start:
+            tally.add(i, versions(log[start:], editor.out)[i])
     gate = unapplied = None
     if budget.min_cleared_tokens is not None:
         measured = tally.removed if budget.min_cleared_counts == "removed" else tally.cleared
@@ -159,8 +193,8 @@ def evaluate(facts: Facts, ruleset: RuleSet) -> Decided:
         if gate == "failed":
             unapplied = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
                          + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
-            return Decided(list(facts.messages), chosen, notes, versions, gate, unapplied)
-    return Decided(editor.out, chosen, notes, versions, gate, unapplied)
+            return Decided(list(facts.messages), chosen, notes, log, gate, unapplied)
+    return Decided(editor.out, chosen, notes, log, gate, unapplied)
 
 
 def _counts(budget: Budget) -> bool:

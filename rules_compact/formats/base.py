@@ -7,7 +7,6 @@ untouched parts of the old one.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
 
 __all__ = ["Item", "Scan", "Format", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText"]
@@ -43,27 +42,33 @@ class Item(NamedTuple):
 Call = tuple  # (call id, tool name or None, the raw call)
 
 
-@dataclass(slots=True, eq=False)
 class Scan:
     """A message list's items, in columns indexed by item (results and assistant turns in
-    conversation order), and its turns and spans."""
+    conversation order), and its turns and spans.
 
-    msg: list[int] = field(default_factory=list)  # the item's message
-    block: list = field(default_factory=list)  # its block (an Anthropic tool_result), else None
-    is_turn: list[bool] = field(default_factory=list)  # an assistant turn, else a tool result
-    call_id: list = field(default_factory=list)  # a result: the call id it answers (None if none)
-    error_flag: list[bool] = field(default_factory=list)  # a result: the format's own error flag
-    calls: list = field(default_factory=list)  # a turn: its calls, as Calls; a result: ()
-    thinking: list[bool] = field(default_factory=list)  # a turn: holds thinking or reasoning
-    span: list = field(default_factory=list)  # the item's span, or None
-    prev_assistant: list = field(default_factory=list)  # a result: the nearest assistant message before it
-    results: list[int] = field(default_factory=list)  # item indices of the results
-    turns: list[int] = field(default_factory=list)  # item indices of the assistant turns
-    user_turns: list[int] = field(default_factory=list)  # message indices of user turns
-    span_starts: list[int] = field(default_factory=list)  # message index where each span starts
-    last_assistant: int | None = None  # message index
-    calls_of: list = field(default_factory=list)  # per message: its own calls (Format.calls)
-    call_at: dict = field(default_factory=dict)  # call id -> (call, message index, tool name), first seen
+    The generic scan (``Format.scan``) fills every column in one loop; a format may return a
+    subclass that computes columns when first read (the same names, the same values)."""
+
+    COLUMNS = ("msg", "block", "is_turn", "call_id", "error_flag", "calls", "thinking", "span", "prev_assistant",
+               "results", "turns", "user_turns", "span_starts", "last_assistant", "calls_of", "call_at")
+
+    def __init__(self) -> None:
+        self.msg: list[int] = []  # the item's message
+        self.block: list = []  # its block (an Anthropic tool_result), else None
+        self.is_turn: list[bool] = []  # an assistant turn, else a tool result
+        self.call_id: list = []  # a result: the call id it answers (None if none); a turn: None
+        self.error_flag: list[bool] = []  # a result: the format's own error flag
+        self.calls: list = []  # a turn: its calls, as Calls; a result: ()
+        self.thinking: list[bool] = []  # a turn: holds thinking or reasoning
+        self.span: list = []  # the item's span, or None
+        self.prev_assistant: list = []  # a result: the nearest assistant message before it
+        self.results: list[int] = []  # item indices of the results
+        self.turns: list[int] = []  # item indices of the assistant turns
+        self.user_turns: list[int] = []  # message indices of user turns
+        self.span_starts: list[int] = []  # message index where each span starts
+        self.last_assistant: int | None = None  # message index
+        self.calls_of: list = []  # per message: its own calls (Format.calls)
+        self.call_at: dict = {}  # call id -> (call, message index, tool name), first seen
 
     def add_result(self, msg: int, block, call_id, error: bool, span, prev) -> None:
         self.results.append(len(self.msg))
@@ -144,6 +149,7 @@ class Format:
 
     name = ""
     resumable = True  # items are found message by message, so a pass can resume (incremental layer)
+    own_calls = True  # an assistant turn's calls are all in its own message
 
     # -- structure ---------------------------------------------------------------------
     def calls(self, msg: Any) -> list[Call]:
@@ -207,6 +213,11 @@ class Format:
         if scan.is_turn[item]:
             return self.assistant_text(msg)
         return self.result_text(msg, scan.block[item])
+
+    def item_texts(self, messages: list, scan: Scan, items) -> list[str]:
+        """The texts of several items, in their order."""
+        text = self.item_text
+        return [text(messages, scan, i) for i in items]
 
     def text_blocks(self, msg: Any) -> list[str]:
         """The texts of a message's text blocks (a string content is one block)."""

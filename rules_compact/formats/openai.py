@@ -2,13 +2,166 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
-from .base import Call, Format, _dicts, _str, dumps_args, parts_text, replace_content
+from .base import Call, Format, Scan, _dicts, _str, dumps_args, parts_text, replace_content
 
-__all__ = ["OpenAIFormat", "REASONING_FIELDS"]
+__all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS"]
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+_NO: tuple = ()
+
+
+def _calls(tool_calls: Any) -> list[Call]:
+    if not tool_calls or not isinstance(tool_calls, list):
+        return []
+    out = []
+    for call in tool_calls:
+        if isinstance(call, dict):
+            call_id = call.get("id")
+            if isinstance(call_id, str):
+                fn = call.get("function")
+                name = fn.get("name") if isinstance(fn, dict) else None
+                out.append((call_id, name if isinstance(name, str) else None, call))
+    return out
+
+
+class OpenAIScan(Scan):
+    """The generic scan's columns for Chat Completions messages (every item is a whole
+    message: a ``tool`` message or an ``assistant`` one), each computed when first read."""
+
+    def __init__(self, messages: list, fmt: OpenAIFormat):
+        self._messages, self._fmt = messages, fmt
+        self._roles = roles = [m.get("role") for m in messages]
+        self.msg = [i for i, role in enumerate(roles) if role == "tool" or role == "assistant"]
+        self.is_turn = [roles[i] == "assistant" for i in self.msg]
+
+    @cached_property
+    def results(self) -> list[int]:
+        return [k for k, turn in enumerate(self.is_turn) if not turn]
+
+    @cached_property
+    def turns(self) -> list[int]:
+        return [k for k, turn in enumerate(self.is_turn) if turn]
+
+    @cached_property
+    def block(self) -> list:
+        return [None] * len(self.msg)
+
+    @property
+    def call_id(self) -> list:
+        return self._result_fields[0]
+
+    @property
+    def error_flag(self) -> list[bool]:
+        return self._result_fields[1]
+
+    @cached_property
+    def _result_fields(self) -> tuple[list, list[bool]]:
+        """Per item: the call id a result answers, and its error flag (one walk over the results)."""
+        messages, msg = self._messages, self.msg
+        call_ids: list = [None] * len(msg)
+        errors = [False] * len(msg)
+        for k in self.results:
+            m = messages[msg[k]]
+            cid = m.get("tool_call_id")
+            if cid.__class__ is str:
+                call_ids[k] = cid
+            if m.get("is_error") is True:
+                errors[k] = True
+        return call_ids, errors
+
+    @cached_property
+    def calls_of(self) -> list:
+        return [_calls(m.get("tool_calls")) if role == "assistant" else _NO
+                for m, role in zip(self._messages, self._roles)]
+
+    @cached_property
+    def calls(self) -> list:
+        calls_of = self.calls_of
+        return [tuple(calls_of[m]) if turn else _NO for m, turn in zip(self.msg, self.is_turn)]
+
+    @cached_property
+    def call_at(self) -> dict:
+        at: dict = {}
+        if "calls_of" in self.__dict__:
+            for i, calls in enumerate(self.calls_of):
+                for call_id, name, call in calls:
+                    if call_id not in at:
+                        at[call_id] = (call, i, name)
+            return at
+        messages = self._messages
+        for i, role in enumerate(self._roles):  # the same, without building each message's calls
+            if role == "assistant":
+                tool_calls = messages[i].get("tool_calls")
+                if tool_calls and isinstance(tool_calls, list):
+                    for call in tool_calls:
+                        try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
+                            call_id, name = call["id"], call["function"]["name"]
+                        except (KeyError, TypeError):
+                            found = _calls([call])
+                            call_id, name = found[0][:2] if found else (None, None)
+                        if isinstance(call_id, str) and call_id not in at:
+                            at[call_id] = (call, i, name if isinstance(name, str) else None)
+        return at
+
+    @cached_property
+    def thinking(self) -> list[bool]:
+        messages, has = self._messages, self._fmt.has_thinking
+        return [turn and has(messages[m]) for m, turn in zip(self.msg, self.is_turn)]
+
+    @cached_property
+    def _spans(self) -> tuple[list, list, list]:
+        spans, starts, prev = [], [], []
+        calls_of, roles = self.calls_of, self._roles
+        span = last = None
+        item = 0
+        msg = self.msg
+        for i, role in enumerate(roles):
+            if role == "assistant":
+                last = i
+                if calls_of[i]:
+                    starts.append(i)
+                    span = len(starts) - 1
+                else:
+                    span = None
+                spans.append(span)
+                prev.append(None)
+            elif role == "tool":
+                spans.append(span)
+                prev.append(last)
+            else:
+                span = None
+                continue
+            item += 1
+        assert item == len(msg)
+        return spans, starts, prev
+
+    @property
+    def span(self) -> list:
+        return self._spans[0]
+
+    @property
+    def span_starts(self) -> list[int]:
+        return self._spans[1]
+
+    @property
+    def prev_assistant(self) -> list:
+        return self._spans[2]
+
+    @cached_property
+    def user_turns(self) -> list[int]:
+        messages, is_turn = self._messages, self._fmt.is_user_turn
+        return [i for i, role in enumerate(self._roles) if role == "user" and is_turn(messages[i])]
+
+    @cached_property
+    def last_assistant(self) -> int | None:
+        turns = self.turns
+        return self.msg[turns[-1]] if turns else None
+
+    def __len__(self) -> int:
+        return len(self.msg)
 
 
 class OpenAIFormat(Format):
@@ -16,22 +169,21 @@ class OpenAIFormat(Format):
 
     name = "openai"
 
+    def scan(self, messages: list) -> Scan:
+        try:
+            return OpenAIScan(messages, self)
+        except AttributeError:  # a message that is no dict: the generic scan copes
+            return super().scan(messages)
+
     @staticmethod
     def shows(msg: dict) -> bool:
         return msg.get("role") == "tool" or "tool_calls" in msg or "tool_call_id" in msg
 
     @staticmethod
     def calls(msg: Any) -> list[Call]:
-        if not isinstance(msg, dict) or msg.get("role") != "assistant" or not msg.get("tool_calls"):
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
             return []
-        out = []
-        for call in _dicts(msg["tool_calls"]):
-            call_id = call.get("id")
-            if isinstance(call_id, str):
-                fn = call.get("function")
-                name = fn.get("name") if isinstance(fn, dict) else None
-                out.append((call_id, name if isinstance(name, str) else None, call))
-        return out
+        return _calls(msg.get("tool_calls"))
 
     @staticmethod
     def results(msg: Any) -> list[tuple[str | None, None, bool]]:
@@ -43,6 +195,14 @@ class OpenAIFormat(Format):
     @staticmethod
     def result_text(msg: Any, block: int | None) -> str:
         return parts_text(msg.get("content"))
+
+    def item_texts(self, messages: list, scan: Scan, items) -> list[str]:
+        msg = scan.msg  # a result's text and an assistant turn's are both its content's
+        out = []
+        for i in items:
+            content = messages[msg[i]].get("content")
+            out.append(content if content.__class__ is str else parts_text(content))
+        return out
 
     @staticmethod
     def result_count(msg: Any) -> int:
@@ -74,13 +234,17 @@ class OpenAIFormat(Format):
 
     def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
         new = dict(msg)
+        changed = False
         if not keep_thinking:
             for field in REASONING_FIELDS:
-                new.pop(field, None)
+                if field in new:
+                    del new[field]
+                    changed = True
         content = msg.get("content")
         if isinstance(content, str):
             if content and content != marker and not keep(content):
                 new["content"] = marker
+                changed = True
         elif isinstance(content, list):
             kept, removed = [], False
             for part in content:
@@ -94,7 +258,8 @@ class OpenAIFormat(Format):
                 kept.insert(0, {"type": "text", "text": marker})
             if removed:
                 new["content"] = kept or None
-        return new if new != msg else msg
+                changed = True
+        return new if changed else msg
 
     def is_empty(self, msg: dict) -> bool:
         return not self.calls(msg) and not parts_text(msg.get("content"))

@@ -138,6 +138,7 @@ class ResponsesFormat(Format):
 
     name = "responses"
     resumable = False  # a turn's item stands for several input items
+    own_calls = False  # a turn's calls are items of their own
 
     @staticmethod
     def shows(msg: dict) -> bool:

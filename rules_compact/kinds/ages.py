@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, Callable
@@ -17,13 +18,16 @@ __all__ = ["AgeUnit", "AGE_UNITS", "register_age_unit"]
 class AgeUnit:
     """``compute(facts, among, include_self)``: the age of every item.  ``among``: whether the
     unit can count only what a sub-matcher matches.  ``stable``: whether compacting the
-    history leaves the ages as they are (token ages move once content shrinks)."""
+    history leaves the ages as they are (token ages move once content shrinks).  ``at``, when
+    given: ``at(facts, include_self)`` is a function giving one item's age (without ``among``),
+    and ages never grow along the items, so a bound keeps a run of them (found by bisection)."""
 
     name: str
     compute: Callable[["Facts", object, bool], list[int]]
     description: str
     among: bool = False
     stable: bool = True
+    at: Callable[["Facts", bool], Callable[[int], int]] | None = None
 
 
 def _suffix_sums(values: list[int]) -> list[int]:
@@ -70,6 +74,11 @@ def _user_turns(facts: Facts, among, include_self: bool) -> list[int]:
     return ages
 
 
+def _messages_at(facts: Facts, include_self: bool) -> Callable[[int], int]:
+    last, msg = len(facts.messages) - 1 + (1 if include_self else 0), facts.scan.msg
+    return lambda i: last - msg[i]
+
+
 def _tool_calls(facts: Facts, among, include_self: bool) -> list[int]:
     """Calls newer than the item's own call (its last one, for a turn), in call order."""
     scan = facts.scan
@@ -101,6 +110,14 @@ def _tool_results(facts: Facts, among, include_self: bool) -> list[int]:
     else:
         weights = [1 if c and not t else 0 for t, c in zip(is_turn, facts.counted(among))]
     return _by_item(weights, include_self)
+
+
+def _tool_results_at(facts: Facts, include_self: bool) -> Callable[[int], int]:
+    results, is_turn = facts.scan.results, facts.scan.is_turn
+    count = len(results)
+    if include_self:
+        return lambda i: count - bisect_right(results, i) + (0 if is_turn[i] else 1)
+    return lambda i: count - bisect_right(results, i)
 
 
 def _tokens(facts: Facts, among, include_self: bool) -> list[int]:
@@ -144,12 +161,12 @@ def register_age_unit(unit: AgeUnit) -> None:
 
 
 for _unit in (
-    AgeUnit("tool_results", _tool_results, "tool results after the item", among=True),
+    AgeUnit("tool_results", _tool_results, "tool results after the item", among=True, at=_tool_results_at),
     AgeUnit("tool_calls", _tool_calls,
             "calls after the item's call, in call order, dangling calls included (for a turn: after its last call)"),
     AgeUnit("spans", _spans, "spans that start after the item's span (or after the item, outside a span)",
             among=True),
-    AgeUnit("messages", _messages, "messages after the item's message"),
+    AgeUnit("messages", _messages, "messages after the item's message", at=_messages_at),
     AgeUnit("tokens", _tokens, "estimated tokens of everything after the item (later blocks of its own message "
             "included)", among=True, stable=False),
     AgeUnit("user_turns", _user_turns, "user turns after the item's message (0: the item is in the protected tail)",

@@ -104,7 +104,7 @@ class Variables(dict):
     __slots__ = ("_text", "_estimate")
 
     def __init__(self, text: str, tool_name: str | None, tool_call_id: str | None, estimate):
-        super().__init__(tool_name=tool_name or "unknown", tool_call_id=tool_call_id or "")
+        dict.__init__(self, tool_name=tool_name or "unknown", tool_call_id=tool_call_id or "")
         self._text = text
         self._estimate = estimate
 

@@ -16,27 +16,48 @@ def compile_placeholder(options, ctx, path) -> Action:
                            extra=("summary",)) if options.get("summary") else None
     as_string = options.get("as_string", False)
 
+    chosen: dict = {}  # tool name -> (its spec, its template, the text when it reads only the name)
+    owner: list = [None]  # the rule set ``chosen`` was filled for
+
+    def choose(facts, name):
+        if owner[0] is not facts.ruleset:
+            chosen.clear()
+            owner[0] = facts.ruleset
+        found = chosen.get(name)
+        if found is None:
+            spec = facts.tool_spec(name)
+            template = explicit or (spec.placeholder if spec and spec.placeholder else facts.ruleset.placeholder)
+            fixed = template.render({"tool_name": name or "unknown"}) if set(template.variables) <= {"tool_name"} \
+                else None
+            found = chosen[name] = (spec, template, fixed)
+        return found
+
     def placeholder(index: int, ed) -> str | None:
         facts = ed.facts
         if facts.scan.is_turn[index]:
             return "placeholder applies to tool results only"
         name = facts.tool_names[index]
-        spec = facts.tool_spec(name)
-        template = explicit or (spec.placeholder if spec and spec.placeholder else facts.ruleset.placeholder)
+        spec, template, fixed = choose(facts, name)
         current = ed.result_text_at(index)
-        values = Variables(current, name, facts.scan.call_id[index], facts.estimate)
-        if template.recognises(current, values) or (summary is not None and summary.recognises(current, values)):
-            if as_string and not isinstance(ed.result_content_at(index), str):
-                ed.set_result_text_at(index, current, True)  # same text, now the plain string asked for
-            return None
+        values = None
+        if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
+            values = Variables(current, name, facts.scan.call_id[index], facts.estimate)
+            if template.recognises(current, values) or (summary is not None and summary.recognises(current, values)):
+                if as_string and not isinstance(ed.result_content_at(index), str):
+                    ed.set_result_text_at(index, current, True)  # same text, now the plain string asked for
+                return None
         note = None
         if summary is not None and spec is not None and spec.summarize is not None:
+            values = values or Variables(current, name, facts.scan.call_id[index], facts.estimate)
             try:
                 values["summary"] = _summarize(spec, current, facts.links[index][0])
-                template = summary
+                ed.set_result_text_at(index, summary.render(values), as_string)
+                return None
             except Exception as exc:  # a plugin's summarizer must never break compaction
                 note = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
-        ed.set_result_text_at(index, template.render(values), as_string)
+        if fixed is None:
+            fixed = template.render(values or Variables(current, name, facts.scan.call_id[index], facts.estimate))
+        ed.set_result_text_at(index, fixed, as_string)
         return note
 
     templates = tuple(t for t in (explicit, summary) if t is not None)

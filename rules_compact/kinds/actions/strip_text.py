@@ -22,8 +22,12 @@ def compile_strip_text(options, ctx, path) -> Action:
     length = utf16_len if options.get("length") == "utf16" else len
 
     def keep(text: str) -> bool:
-        return (keep_text or any(p.search(text) for p in patterns)
-                or (max_chars is not None and length(text) <= max_chars))
+        if keep_text or (max_chars is not None and length(text) <= max_chars):
+            return True
+        for pattern in patterns:
+            if pattern.search(text):
+                return True
+        return False
 
     def strip_text(index: int, ed) -> str | None:
         facts = ed.facts

@@ -8,14 +8,17 @@ from ..base import History, Matcher, MatcherKind
 def compile_compacted(value, ctx, path):
     def select(items, facts):
         tests = facts.ruleset.compacted_patterns
-        is_turn, texts, fmt, messages, msg = facts.scan.is_turn, facts.texts, facts.fmt, facts.messages, facts.scan.msg
+        is_turn, blocks_of, messages, msg = facts.scan.is_turn, facts.fmt.text_blocks, facts.messages, facts.scan.msg
         out = []
-        for i in items:
-            if is_turn[i]:
-                hit = any(test(t) for t in fmt.text_blocks(messages[msg[i]]) for test in tests)
-            else:
-                text = texts[i]
-                hit = any(test(text) for test in tests)
+        for i, text in zip(items, facts.texts_of(items)):
+            hit = False
+            for block in (blocks_of(messages[msg[i]]) if is_turn[i] else (text,)):
+                for test in tests:
+                    if test(block):
+                        hit = True
+                        break
+                if hit:
+                    break
             if hit is value:
                 out.append(i)
         return out

@@ -14,27 +14,24 @@ def compile_size(options, ctx, path):
     unit = options.get("unit", "chars")
     if unit == "chars":
         def select(items, facts):
-            texts = facts.texts
-            return [i for i in items if low <= len(texts[i]) <= high]
+            return [i for i, text in zip(items, facts.texts_of(items)) if low <= len(text) <= high]
     elif unit == "bytes":
         def select(items, facts):  # n characters are n to 4n UTF-8 bytes: encode only when that matters
-            texts = facts.texts
             out = []
-            for i in items:
-                n = len(texts[i])
+            for i, text in zip(items, facts.texts_of(items)):
+                n = len(text)
                 if low <= n and 4 * n <= high:
                     out.append(i)
-                elif 4 * n >= low and n <= high and low <= utf8_len(texts[i]) <= high:
+                elif 4 * n >= low and n <= high and low <= utf8_len(text) <= high:
                     out.append(i)
             return out
     elif unit == "utf16":
         def select(items, facts):
-            texts = facts.texts
-            return [i for i in items if low <= utf16_len(texts[i]) <= high]
+            return [i for i, text in zip(items, facts.texts_of(items)) if low <= utf16_len(text) <= high]
     else:
         def select(items, facts):
-            estimate, texts = facts.estimate, facts.texts
-            return [i for i in items if low <= (estimate(texts[i]) if texts[i] else 0) <= high]
+            estimate = facts.estimate
+            return [i for i, text in zip(items, facts.texts_of(items)) if low <= (estimate(text) if text else 0) <= high]
     return Matcher(select, KIND, cost=3)
 
 SCHEMA = {'type': 'object',

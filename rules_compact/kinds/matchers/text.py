@@ -32,10 +32,8 @@ def compile_text(options, ctx, path):
         checks.append(lambda t, f: (not t.strip()) is empty)
 
     def select(items, facts):
-        texts = facts.texts
         out = []
-        for i in items:
-            text = texts[i]
+        for i, text in zip(items, facts.texts_of(items)):
             folded = fold(text) if fold else text
             if all(check(text, folded) for check in checks):
                 out.append(i)
