@@ -61,8 +61,8 @@ def test_resuming_skips_the_settled_history():
     ends = round_starts(messages)
     for end in ends:
         compactor(messages[:end])
-    resume = compactor._memos[0].done.resume
-    assert resume is not None and resume.start > ends[-1] // 2
+    settled = compactor._memos[0].settled
+    assert settled is not None and settled.start > ends[-1] // 2
 
 
 def test_an_edit_in_place_is_noticed():
@@ -97,9 +97,9 @@ def test_a_shared_compactor_serves_several_passes_and_formats():
 
 
 def test_a_failed_call_leaves_the_compactor_sound(monkeypatch):
-    """A call that fails after the pass grew its remembered lists (resume.py grows them in
+    """A call that fails after the pass grew its remembered lists (settle.py grows them in
     place) leaves a Compactor whose next calls still give what compact gives."""
-    import rules_compact.compactor as compactor_module
+    import rules_compact.incremental.compactor as compactor_module
 
     messages = _mini_swe_agent()
     ends = round_starts(messages)
@@ -119,30 +119,26 @@ def test_a_failed_call_leaves_the_compactor_sound(monkeypatch):
         _same(compactor(messages[:end]), compact(messages[:end], "preset:keep-recent-results"))
 
 
-def test_one_pass_resumed_from_twice():
-    """Two continuations of one history, both resumed from the same earlier pass: the second
-    finds its lists grown by the first and works on copies; the earlier report is intact."""
-    from rules_compact.engine import run_pass
-    from rules_compact.formats import FORMATS
-    from rules_compact.view import Sizes
-
-    messages, ruleset, fmt = _mini_swe_agent(), load_rules("preset:keep-recent-results"), FORMATS["openai"]
+def test_an_earlier_report_stays_true_after_later_rounds():
+    """The settled records grow in place from round to round: a report of an earlier round,
+    read only after later rounds, still describes its own round."""
+    messages, ruleset = _mini_swe_agent(), load_rules("preset:keep-recent-results")
     ends = round_starts(messages)
-    base = messages[:ends[-3]]
-    first = run_pass(base, ruleset, fmt)
-    assert first.resume is not None and first.resume.start > 0
-    want_first = compact(base, ruleset).report.passes[0].to_dict()
-    other = copy.deepcopy(messages[ends[-3]:ends[-1]])
-    other[-1]["content"] = "a different result"
-    settled = first.resume.outputs[:]
-    for continuation in (messages[:ends[-1]], base + other):
-        done = run_pass(continuation, ruleset, fmt, Sizes.of(continuation, fmt, ruleset), first.resume)
-        want = compact(continuation, ruleset)
-        assert done.messages == want.messages
-        assert done.report.to_dict() == want.report.passes[0].to_dict()
-        again = first.resume.owned()
-        assert again is not first.resume and again.outputs == settled  # grown by the first: copied
-    assert first.report.to_dict() == want_first
+    compactor = Compactor(ruleset)
+    early = compactor(messages[:ends[-20]])
+    for end in ends[-19:]:
+        compactor(messages[:end])
+    assert compactor._memos[0].settled.start > ends[-20]  # the store grew past the early round
+    want = compact(messages[:ends[-20]], ruleset)
+    _same(early, want)
+
+
+def test_reuse_off_computes_every_call_afresh():
+    messages, ruleset = _mini_swe_agent(), load_rules("default")
+    compactor = Compactor(ruleset, reuse=False)
+    for end in round_starts(messages)[-5:]:
+        _same(compactor(messages[:end]), compact(messages[:end], ruleset))
+    assert compactor._memos == [None]
 
 
 def test_threads_sharing_a_compactor_get_what_compact_gives():
@@ -189,7 +185,7 @@ def test_compactor_equals_compact_on_any_sequence_of_calls(conversation, files, 
         history = messages[:end]
         _same(compactor(history), compact(history, rulesets, format=fmt))
         memo = compactor._memos[0]
-        event("resumed" if memo and memo.done.resume and memo.done.resume.start else "decided from the start")
+        event("resumed" if memo and memo.settled and memo.settled.start else "decided from the start")
         if verify and messages and data.draw(st.integers(0, 3)) == 0:
             victim = messages[data.draw(st.integers(0, len(messages) - 1))]
             if isinstance(victim, dict):

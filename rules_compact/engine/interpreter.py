@@ -104,6 +104,16 @@ class Decided:
         as it was before them and after them."""
         return versions(self.log, self.out)
 
+    def saved(self, measure) -> tuple[int, int]:
+        """Tokens and characters the actions saved, measured with ``measure(message)``."""
+        tokens = chars = 0
+        for changes in self.versions.values():
+            for _, old, new in changes:
+                (t0, c0), (t1, c1) = measure(old), measure(new)
+                tokens += t0 - t1
+                chars += c0 - c1
+        return tokens, chars
+
 
 def versions(log: list, out: list) -> dict[int, tuple]:
     later: dict[int, Any] = {}  # message index -> its version after the entries seen so far (backwards)
@@ -157,9 +167,10 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
     return chosen, acted
 
 
-def evaluate(facts: Facts, ruleset: RuleSet) -> Decided:
+def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | None = None) -> Decided:
     """Choose a rule for every item, then apply the actions that change something, oldest
-    item first, within the rule set's budget."""
+    item first, within the rule set's budget (``total_tokens``: of the whole input, which
+    ``stop_at_tokens`` compares with; by default the facts' messages)."""
     chosen, todo = choose(facts, ruleset)
     notes: dict[int, str] = {}
     if facts.results:
@@ -170,7 +181,7 @@ def evaluate(facts: Facts, ruleset: RuleSet) -> Decided:
     editor = Editor(facts)
     log = editor.log
     budget = ruleset.budget
-    tally = _Tally(facts) if _counts(budget) else None
+    tally = _Tally(facts, total_tokens) if _counts(budget) else None
     for i in todo:
         if tally is not None and tally.reached(budget):
             notes[i] = BUDGET_REACHED
@@ -206,10 +217,10 @@ class _Tally:
     """Running totals for budget conditions: the current tokens of each message and what the
     pass cleared so far."""
 
-    def __init__(self, facts: Facts):
+    def __init__(self, facts: Facts, total_tokens: Callable[[], int] | None):
         self.facts = facts
         self.tokens = list(facts.message_tokens)
-        self.total = sum(self.tokens)
+        self.total = total_tokens() if total_tokens is not None else sum(self.tokens)
         self.cleared = self.removed = 0
 
     def reached(self, budget: Budget) -> bool:
@@ -258,18 +269,25 @@ class Pass:
 
 
 class Input:
-    """A pass's input: the messages, and their sizes measured once when something needs them."""
+    """A pass's input: the messages, and their sizes measured once when something needs them
+    (``known``: sizes of leading messages measured by an earlier call)."""
 
-    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet):
+    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet, known: Input | None = None, upto: int = 0):
         self.messages, self.fmt, self.ruleset = messages, fmt, ruleset
+        self._known, self._upto = known, upto  # known's sizes hold for messages[:upto]
         self._tokens: list[int] | None = None
         self._chars: list[int] | None = None
+        self._results: list[int] | None = None
 
     def measure(self) -> tuple[list[int], list[int]]:
         if self._tokens is None:
+            tokens, chars, start = [], [], 0
+            known = self._known
+            if known is not None and known._tokens is not None:
+                start = self._upto
+                tokens, chars = known._tokens[:start], known._chars[:start]
             estimate, pieces_of = self.ruleset.estimator, self.fmt.message_pieces
-            tokens, chars = [], []
-            for msg in self.messages:
+            for msg in self.messages[start:]:
                 pieces = list(pieces_of(msg))
                 tokens.append(estimate.of_message(msg, pieces))
                 chars.append(sum(map(len, pieces)))
@@ -280,13 +298,20 @@ class Input:
         return self.measure()[0]
 
     def results(self) -> list[int]:
-        return list(map(self.fmt.result_count, self.messages))
+        if self._results is None:
+            known, start = self._known, 0
+            found: list[int] = []
+            if known is not None and known._results is not None:
+                start = self._upto
+                found = known._results[:start]
+            self._results = found + list(map(self.fmt.result_count, self.messages[start:]))
+        return self._results
 
-    def sizes(self, end: int) -> tuple[list[int], list[int]] | None:
-        """The measured sizes of the first ``end`` messages, if they were measured."""
+    def sizes(self, end: int, start: int = 0) -> tuple[list[int], list[int]] | None:
+        """The measured sizes of messages ``[start:end]``, if they were measured."""
         if self._tokens is None:
             return None
-        return self._tokens[:end], self._chars[:end]
+        return self._tokens[start:end], self._chars[start:end]
 
 
 def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
@@ -299,7 +324,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
         return Pass(messages, not_run(ruleset, skip, given), boundary)
     prefix = messages if boundary == len(messages) else messages[:boundary]
     facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary))
-    decided = evaluate(facts, ruleset)
+    decided = evaluate(facts, ruleset, lambda: sum(given.tokens()))
     out = decided.out if boundary == len(messages) else decided.out + messages[boundary:]
     return Pass(out, ran(ruleset, decided, given, boundary, out), boundary, decided)
 
@@ -333,11 +358,9 @@ def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:
     return PassReport(ran=False, reason=why, totals=totals, **_base(ruleset))
 
 
-def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list,
-        facts_of_prefix: Callable[[], Facts] | None = None) -> PassReport:
+def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list) -> PassReport:
     """The report of a pass that ran: its totals and records are worked out when read, from the
-    input, the output and what was decided (``facts_of_prefix``: the facts of the decided
-    prefix, when the caller holds them)."""
+    input, the output and what was decided on the messages before the boundary."""
     messages, fmt = given.messages, given.fmt
 
     def totals():
@@ -345,17 +368,11 @@ def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: li
         before_tokens, before_chars = sum(tokens), sum(chars)
         if decided.unapplied:
             return before_tokens, before_tokens, before_chars, before_chars
-        measure = _measurer(fmt, ruleset)
-        saved_tokens = saved_chars = 0
-        for changes in decided.versions.values():
-            for _, old, new in changes:
-                (t0, c0), (t1, c1) = measure(old), measure(new)
-                saved_tokens += t0 - t1
-                saved_chars += c0 - c1
+        saved_tokens, saved_chars = decided.saved(_measurer(fmt, ruleset))
         return before_tokens, before_tokens - saved_tokens, before_chars, before_chars - saved_chars
 
     def details():
-        facts = facts_of_prefix() if facts_of_prefix is not None else Facts(messages[:boundary], fmt, ruleset)
+        facts = Facts(messages[:boundary], fmt, ruleset)
         whole = facts if boundary == len(messages) else Facts(messages, fmt, ruleset)
         made = decisions(facts, decided, ruleset)
         after = tuple(_decision(whole, i, None, 0, False, AFTER_BOUNDARY) for i in range(len(made), len(whole)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .base import Call, Format, _dicts, _str, dumps_args, parts_text, replace_content
+from .base import Call, Format, _dicts, _str, deep_copy, dumps_args, parts_text, replace_content, shallow_parts
 
 __all__ = ["AnthropicFormat", "ANTHROPIC_BLOCKS"]
 
@@ -137,6 +137,21 @@ class AnthropicFormat(Format):
             return msg
         blocks = list(content)
         blocks[at] = {**block, "cache_control": cache_control}
+        return {**msg, "content": blocks}
+
+    def snapshot(self, msg: Any) -> Any:
+        """Its keys and its blocks; a tool_use's input whole, a tool_result's content blocks."""
+        if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+            return deep_copy(msg)
+        blocks = []
+        for block in msg["content"]:
+            if isinstance(block, dict):
+                block = dict(block)
+                if "input" in block:
+                    block["input"] = deep_copy(block["input"])
+                if isinstance(block.get("content"), list):
+                    block["content"] = shallow_parts(block["content"])
+            blocks.append(block)
         return {**msg, "content": blocks}
 
     def clear_inputs(self, msg, call_ids):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, NamedTuple
 
-__all__ = ["Item", "Scan", "Format", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText"]
+__all__ = ["Item", "Scan", "Format", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
+           "shallow_parts"]
 
 
 class Item(NamedTuple):
@@ -140,6 +141,25 @@ def decode_args(call: dict | None) -> Any:
         return None
 
 
+def deep_copy(value: Any) -> Any:
+    """A copy of the dicts and lists in ``value``; everything else is shared."""
+    if isinstance(value, dict):
+        return {k: v if type(v) in _ATOMS else deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if type(v) in _ATOMS else deep_copy(v) for v in value]
+    return value
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def shallow_parts(value: Any) -> Any:
+    """A list of dicts copied one level deep (content parts), anything else as it is."""
+    if isinstance(value, list):
+        return [dict(v) if isinstance(v, dict) else v for v in value]
+    return value
+
+
 KeepText = Callable[[str], bool]
 
 
@@ -251,6 +271,12 @@ class Format:
 
     def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
         raise NotImplementedError
+
+    # -- noticing edits in place ----------------------------------------------------------
+    def snapshot(self, msg: Any) -> Any:
+        """A copy of what the format reads of a message: equal to the message for as long as
+        nothing the rules read in it was edited (formats copy only the parts they read)."""
+        return deep_copy(msg)
 
     # -- for tools that inspect conversations ---------------------------------------------
     def items(self, messages: list) -> tuple[Item, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from .base import Call, Format, Scan, _dicts, _str, dumps_args, parts_text, replace_content
+from .base import Call, Format, Scan, _dicts, _str, deep_copy, dumps_args, parts_text, replace_content, shallow_parts
 
 __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS"]
 
@@ -263,6 +263,20 @@ class OpenAIFormat(Format):
 
     def is_empty(self, msg: dict) -> bool:
         return not self.calls(msg) and not parts_text(msg.get("content"))
+
+    def snapshot(self, msg: Any) -> Any:
+        """Its keys, its content parts and its calls (a call's function too)."""
+        if not isinstance(msg, dict):
+            return deep_copy(msg)
+        copy = dict(msg)
+        content = msg.get("content")
+        if isinstance(content, list):
+            copy["content"] = shallow_parts(content)
+        calls = msg.get("tool_calls")
+        if isinstance(calls, list):
+            copy["tool_calls"] = [{**c, "function": dict(c["function"])} if isinstance(c, dict)
+                                  and isinstance(c.get("function"), dict) else deep_copy(c) for c in calls]
+        return copy
 
     def clear_inputs(self, msg, call_ids):
         calls = msg.get("tool_calls")

@@ -1,30 +1,222 @@
-"""Compaction inside an agent loop (placeholder during the redesign: no reuse yet)."""
+"""Compaction inside an agent loop: reuse what the previous call decided while it still holds."""
 
 from __future__ import annotations
 
+import operator
+import os
 import threading
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Sequence
 
-from ..engine import Result, check_messages, finish, resolve_rules, run_pass
+from ..engine import Result, check_messages, finish, resolve_rules
+from ..engine.facts import Facts
+from ..engine.interpreter import Decided, Input, Pass, evaluate, not_run, ran, run_pass, skipped, step_boundary
+from ..formats import Format
+from ..formats.base import deep_copy
+from ..kinds.estimators import ESTIMATORS
+from ..language.model import RuleSet
+from .settle import Settled, rule_nodes, settling_of
 
 __all__ = ["Compactor"]
 
 
 class Compactor:
-    def __init__(self, rules=None, format=None, verify=True):
+    """``compact`` for successive versions of one conversation, as an agent loop sends them.
+
+    Each round the history comes back with a few messages appended.  Two things carry over:
+    a stepped rule set's decided prefix, which between boundaries equals the previous round's
+    and is handed back without evaluating a rule; and the decisions the rules have settled
+    (settle.py), after which the next call starts evaluating.  The result is always the one
+    ``compact(messages, rules)`` gives; ``reuse=False`` computes it afresh every call.
+
+    Reuse needs the earlier messages to be the very objects of the previous call and, with
+    ``verify=True`` (the default), equal to copies taken then of what the rules read of them,
+    so an edit made in place to an earlier message is noticed and the pass decides anew.
+    ``verify=False`` checks identity only: for loops that never edit a message once sent.
+    The returned messages that a rule changed are shared between calls: treat them as
+    read-only, as you would the unchanged messages the output shares with your input.
+    Threads may share a Compactor: its calls run one at a time.
+    """
+
+    def __init__(self, rules: RuleSet | str | os.PathLike | Sequence | None = None,
+                 format: str | None = None, verify: bool = True, reuse: bool = True):
         self.rulesets = resolve_rules(rules)
         self.format = format
         self.verify = verify
+        self.reuse = reuse
+        self._memos: list[_Memo | None] = [None] * len(self.rulesets)
+        self._known: dict[tuple, tuple] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, messages, format=None) -> Result:
+    def __call__(self, messages: list, format: str | None = None) -> Result:
+        """Compact ``messages`` (in ``format``, else the Compactor's, else detected)."""
         name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
         with self._lock:
-            for ruleset in self.rulesets:
-                done = run_pass(current, ruleset, fmt)
+            for index, ruleset in enumerate(self.rulesets):
+                try:
+                    done = self._pass(index, current, ruleset, fmt) if self.reuse else run_pass(current, ruleset, fmt)
+                except BaseException:
+                    self._memos[index] = None  # a half-made memory is never used
+                    raise
                 current = done.messages
                 passes.append(done.report)
         return finish(messages, current, name, self.rulesets, passes)
 
-    def reset(self):
-        pass
+    def reset(self) -> None:
+        """Forget the previous call (and release the messages it holds)."""
+        with self._lock:
+            self._memos = [None] * len(self.rulesets)
+
+    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
+        memo = self._memos[index]
+        held = memo is not None and memo.fmt is fmt and memo.holds(messages, self.verify)
+        given = Input(messages, fmt, ruleset, memo.given, memo.upto) if held else Input(messages, fmt, ruleset)
+        boundary = (step_boundary(ruleset.step, given.results, given.tokens, len(messages)) if ruleset.step
+                    else len(messages))
+        skip = skipped(ruleset, given, boundary)
+        if skip:
+            self._memos[index] = None
+            return Pass(messages, not_run(ruleset, skip, given), boundary)
+        if (held and ruleset.step is not None and boundary == memo.boundary
+                and (ruleset.budget.stop_at_tokens is None or sum(given.tokens()) == memo.total)):
+            out = memo.outputs + messages[boundary:]  # between boundaries: the decided prefix as it was
+            return Pass(out, ran(ruleset, memo.decided, given, boundary, out), boundary, memo.decided)
+        settling, snapshot = self._knowledge(index, ruleset, fmt)
+        settled = memo.settled if held and memo.settled is not None and memo.settled.start <= boundary else None
+        facts = None
+        if settled is not None and settled.start:
+            facts = Facts(messages[settled.start:boundary], fmt, ruleset, settled.origin)
+            if settled.crosses(facts):
+                settled = facts = None
+            else:
+                start = settled.reopen(facts, settling)
+                if start < settled.start:
+                    settled = settled.cut(start) if start else None
+                    facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin) if settled else None
+        total = lambda: sum(given.tokens())  # noqa: E731
+        if facts is None:
+            facts = Facts(messages if boundary == len(messages) else messages[:boundary], fmt, ruleset)
+            decided = evaluate(facts, ruleset, total)
+            joined, settled = decided, Settled.empty() if settling is not None else None
+        else:
+            decided = evaluate(facts, ruleset, total)
+            joined = Joined(settled, decided)
+        if settling is not None and not decided.unapplied:
+            settled = settled.extend(facts, decided, settling)
+        else:
+            settled = None
+        prefix = joined.out
+        out = prefix + messages[boundary:] if boundary < len(messages) else prefix
+        done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined)
+        # the decisions hold for histories that extend the decided one: rely on all of it
+        keep = boundary
+        same = memo is not None and bool(messages) and memo.first is messages[0]
+        self._memos[index] = _Memo.of(fmt, ruleset, messages, keep, given, boundary, prefix, joined, settled,
+                                      memo if held else None, snapshot if self.verify and same else None)
+        return done
+
+    def _knowledge(self, index: int, ruleset: RuleSet, fmt: Format):
+        """What settles the pass's items, and how to copy what its rules read of a message."""
+        key = (index, fmt.name)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = (settling_of(ruleset, fmt),
+                                        deep_copy if reads_whole_messages(ruleset) else fmt.snapshot)
+        return found
+
+
+def reads_whole_messages(ruleset: RuleSet) -> bool:
+    """Whether the rules may read more of a message than its format does: a ``where``, a plugin's
+    matcher, action or estimator."""
+    from ..kinds.actions import BUILTIN_ACTIONS
+    from ..kinds.matchers import BUILTIN_MATCHERS
+
+    builtin = set(map(id, BUILTIN_MATCHERS.values())) - {id(BUILTIN_MATCHERS["where"])}
+    if ruleset.estimator is not ESTIMATORS.get(ruleset.estimator_name) or ruleset.estimator.message is not None:
+        return True
+    if any(node.kind is not None and id(node.kind) not in builtin for node in rule_nodes(ruleset)):
+        return True
+    actions = set(map(id, BUILTIN_ACTIONS.values()))
+    return any(action.kind is None or id(action.kind) not in actions for rule in ruleset.rules for action in rule.actions)
+
+
+class Joined:
+    """What the rules decided on a settled prefix and on the messages evaluated after it, as
+    one Decided (built when a report reads it)."""
+
+    gate = None
+    unapplied = None
+
+    def __init__(self, settled: Settled, decided: Decided):
+        self.settled, self.region = settled, decided
+        self.out = settled.outputs + decided.out
+        self.changed = settled.changed + decided.changed
+
+    @cached_property
+    def _whole(self) -> Decided:
+        settled, region = self.settled.decided(), self.region
+        items, messages = self.settled.items, self.settled.start
+        notes = {**settled.notes, **{items + i: n for i, n in region.notes.items()}}
+        log = settled.log + [(items + i, messages + index, before) for i, index, before in region.log]
+        return Decided(self.out, settled.chosen + region.chosen, notes, log)
+
+    @property
+    def chosen(self) -> list:
+        return self._whole.chosen
+
+    @property
+    def notes(self) -> dict:
+        return self._whole.notes
+
+    @property
+    def log(self) -> list:
+        return self._whole.log
+
+    @property
+    def versions(self) -> dict:
+        return self._whole.versions
+
+    def saved(self, measure) -> tuple[int, int]:
+        return self._whole.saved(measure)
+
+
+@dataclass(frozen=True, eq=False)
+class _Memo:
+    """What one pass remembers of the previous call: the leading messages it relies on (and
+    copies of what the rules read of them), their sizes, the decided prefix and the settled one."""
+
+    fmt: Format
+    inputs: list  # the messages [:upto] it relies on
+    snapshots: list | None  # copies of them, to notice edits in place
+    upto: int
+    given: Input  # the previous input's sizes
+    total: int | None  # its tokens, when a stop_at_tokens budget reads them
+    boundary: int
+    outputs: list  # the decided prefix's output
+    decided: Any  # Decided or Joined
+    settled: Settled | None
+    first: Any  # the first message of the call (tells a conversation's later calls)
+
+    @classmethod
+    def of(cls, fmt, ruleset, messages, upto, given, boundary, outputs, decided, settled, held, snapshot):
+        """``held``: the previous memo, when this call extends what it relied on (its copies are
+        kept); ``snapshot``: how to copy a message, None to keep no copies."""
+        inputs = messages[:upto]
+        snapshots = None
+        if snapshot is not None:
+            kept = held.snapshots if held is not None and held.snapshots is not None else []
+            kept = kept[:upto]
+            snapshots = kept + [snapshot(m) for m in inputs[len(kept):]]
+        total = sum(given.tokens()) if ruleset.budget.stop_at_tokens is not None else None
+        return cls(fmt, inputs, snapshots, upto, given, total, boundary, outputs, decided, settled,
+                   messages[0] if messages else None)
+
+    def holds(self, messages: list, verify: bool) -> bool:
+        """Whether ``messages`` starts with the messages relied on, unchanged."""
+        upto = self.upto
+        if len(messages) < upto or (verify and self.snapshots is None and upto):
+            return False
+        head = messages[:upto] if len(messages) > upto else messages
+        return all(map(operator.is_, head, self.inputs)) and (not verify or head == self.snapshots)

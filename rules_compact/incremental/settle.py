@@ -1,0 +1,233 @@
+"""Settling: the decisions no appended message can change, and the settled prefix that the
+next call of an agent loop resumes after.
+
+Each matcher kind declares how its answer can change as the history grows (``History``).
+From the kinds a rule file uses, ``settling_of`` works out what settles an item: every
+``age`` bound once the age passes it, ``in_tail`` once false; the last item and the last
+assistant turn never settle.  A later call that repeats an earlier result's call
+(``superseded``) reopens the history from that result; a later message that links to an
+earlier call or result makes the pass decide everything anew.  Budgets, actions that edit
+other messages than the item's, and kinds that do not say how they change settle nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..engine.facts import Facts, Origin, signature
+from ..engine.interpreter import Decided, versions
+from ..formats import Format
+from ..kinds.base import History, Matcher
+from ..kinds.matchers.age import Age
+from ..language.model import RuleSet
+
+__all__ = ["Settling", "settling_of", "Settled", "rule_nodes"]
+
+
+@dataclass(frozen=True)
+class Settling:
+    """What settles an item of one rule file."""
+
+    ages: tuple[tuple[tuple, int], ...]  # ((unit, among, include_self), saturation)
+    superseded: tuple  # the keys of the superseded matchers (None: the whole arguments)
+    in_tail: bool
+
+    def final(self, facts: Facts, item: int) -> bool:
+        scan = facts.scan
+        if item == len(scan) - 1 or (scan.is_turn[item] and scan.msg[item] == scan.last_assistant):
+            return False
+        if self.in_tail and facts.in_tail(item):
+            return False
+        return all(facts.ages(*key)[item] >= saturation for key, saturation in self.ages)
+
+    def cut(self, facts: Facts) -> int:
+        """How many leading messages of the facts hold only settled items (a span is kept whole)."""
+        scan = facts.scan
+        for i in range(len(scan)):
+            if not self.final(facts, i):
+                span = scan.span[i]
+                return scan.span_starts[span] if span is not None else scan.msg[i]
+        return len(facts.messages)
+
+
+def _nodes(matcher: Matcher) -> Iterable[Matcher]:
+    for node in matcher.nodes():
+        yield node
+        if isinstance(node.data, Age) and node.data.among is not None:
+            yield from _nodes(node.data.among)
+
+
+def rule_nodes(ruleset: RuleSet) -> Iterable[Matcher]:
+    """Every compiled matcher of a rule file: its rules', its error_when's, the ages' among."""
+    for rule in ruleset.rules:
+        yield from _nodes(rule.matcher)
+    if ruleset.error_when is not None:
+        yield from _nodes(ruleset.error_when)
+
+
+def _static(matcher: Matcher) -> bool:
+    return all(node.kind is None or node.kind.history is History.ITEM for node in _nodes(matcher))
+
+
+def settling_of(ruleset: RuleSet, fmt: Format) -> Settling | None:
+    """What settles the rule file's items in this format, or None when nothing ever does."""
+    budget = ruleset.budget
+    if not fmt.resumable or (budget.min_cleared_tokens is not None or budget.stop_at_tokens is not None
+                             or budget.stop_after_cleared_tokens is not None):
+        return None
+    if any(action.kind is None or not action.kind.item_only for rule in ruleset.rules for action in rule.actions):
+        return None
+    if ruleset.error_when is not None and not _static(ruleset.error_when):
+        return None
+    ages: dict[tuple, int] = {}
+    superseded: dict[int, object] = {}
+    in_tail = False
+    for rule in ruleset.rules:
+        for node in _nodes(rule.matcher):
+            history = node.kind.history if node.kind is not None else History.ITEM
+            if history is None:
+                return None
+            if history is History.AGE:
+                if node.data.among is not None and not _static(node.data.among):
+                    return None
+                ages[node.data.key] = max(node.data.saturation, ages.get(node.data.key, 0))
+            elif history is History.LATER:
+                superseded[id(node.data)] = node.data
+            elif history is History.TAIL:
+                in_tail = True
+    return Settling(tuple(ages.items()), tuple(superseded.values()), in_tail)
+
+
+@dataclass
+class _Store:
+    """The settled prefix's records, append-only so that earlier reports' slices stay true.
+    Lists are per message (``outputs``) or per item; ``calls``, ``answered`` and ``latest``
+    grow in place and belong to the newest prefix."""
+
+    outputs: list = field(default_factory=list)
+    chosen: list = field(default_factory=list)
+    notes: dict = field(default_factory=dict)  # item -> note
+    log: list = field(default_factory=list)  # (item, message index, the message as it was)
+    span_of: list = field(default_factory=list)  # per item: the message where its span (or it) starts
+    item_calls: list = field(default_factory=list)  # per item: a turn's call ids
+    item_result: list = field(default_factory=list)  # per item: the call id a result answers
+    user_turns: list = field(default_factory=list)  # message indices
+    calls: set = field(default_factory=set)  # every call id of its turns
+    answered: set = field(default_factory=set)  # every call id its results answer
+    latest: dict = field(default_factory=dict)  # superseded key -> {signature: message to reopen from}
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Messages ``[:start]`` of a pass's input are settled: what the pass made of them."""
+
+    store: _Store
+    start: int
+    items: int
+    logged: int  # entries of the store's log that are this prefix's
+    changed: int = 0  # its items that an action changed
+
+    @classmethod
+    def empty(cls) -> Settled:
+        return cls(_Store(), 0, 0, 0)
+
+    @property
+    def user_turn(self) -> bool:
+        turns = self.store.user_turns
+        return bool(turns) and turns[0] < self.start
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(self.start, self.items, self.user_turn)
+
+    @property
+    def outputs(self) -> list:
+        outputs = self.store.outputs
+        return outputs if len(outputs) == self.start else outputs[:self.start]
+
+    def decided(self) -> Decided:
+        store = self.store
+        notes = {i: n for i, n in store.notes.items() if i < self.items}
+        return Decided(store.outputs[:self.start], store.chosen[:self.items], notes, store.log[:self.logged])
+
+    def crosses(self, facts: Facts) -> bool:
+        """Whether an item after the settled prefix links to a call or a result in it."""
+        calls, answered, scan = self.store.calls, self.store.answered, facts.scan
+        call_id = scan.call_id
+        for i in scan.results:
+            if call_id[i] in calls:
+                return True
+        for i in scan.turns:
+            ids = facts.call_ids[i]
+            if ids and (not calls.isdisjoint(ids) or not answered.isdisjoint(ids)):
+                return True
+        return False
+
+    def reopen(self, facts: Facts, settling: Settling) -> int:
+        """Where to resume so that every settled result a later call repeats is decided again."""
+        start = self.start
+        for key in settling.superseded:
+            table = self.store.latest.get(key)
+            if table:
+                for i in facts.scan.turns:
+                    for _, name, call in facts.turn_calls(i):
+                        at = table.get(signature(name, call, key))
+                        if at is not None and at < start:
+                            start = at
+        return start
+
+    def cut(self, start: int) -> Settled:
+        """The same prefix, settled only up to message ``start``, in a store of its own."""
+        store = self.store
+        items = next((i for i in range(self.items) if store.span_of[i] >= start), self.items)
+        item_calls, item_result = store.item_calls[:items], store.item_result[:items]
+        kept = _Store(
+            store.outputs[:start], store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
+            [entry for entry in store.log[:self.logged] if entry[0] < items], store.span_of[:items], item_calls,
+            item_result, [u for u in store.user_turns if u < start], {c for ids in item_calls for c in ids},
+            {r for r in item_result if r is not None},
+            {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
+        return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
+
+    def extend(self, facts: Facts, decided: Decided, settling: Settling) -> Settled:
+        """This prefix followed by the leading settled messages of ``facts`` (evaluated after it)."""
+        store = self.store
+        if len(store.outputs) != self.start or len(store.chosen) != self.items or len(store.log) != self.logged:
+            raise AssertionError("only the newest settled prefix grows")
+        cut = settling.cut(facts)
+        scan = facts.scan
+        done = next((i for i in range(len(scan)) if scan.msg[i] >= cut), len(scan))
+        offset, items = self.start, self.items
+        starts = [offset + (scan.span_starts[scan.span[i]] if scan.span[i] is not None else scan.msg[i])
+                  for i in range(done)]
+        for key in settling.superseded:
+            table = store.latest.setdefault(key, {})
+            repeated = facts.superseded(key)
+            for i in range(done):
+                link = facts.links[i]
+                if not scan.is_turn[i] and link[0] is not None and i not in repeated:
+                    found = signature(link[2], link[0], key)
+                    if found is not None and found not in table:
+                        table[found] = starts[i]
+        store.outputs += decided.out[:cut]
+        store.chosen += decided.chosen[:done]
+        for i, note in decided.notes.items():
+            if i < done:
+                store.notes[items + i] = note
+        logged = [(items + i, offset + index, before) for i, index, before in decided.log if i < done]
+        store.log += logged
+        store.span_of += starts
+        calls = facts.call_ids[:done]
+        results = scan.call_id[:done]
+        store.item_calls += calls
+        store.item_result += results
+        for ids in calls:
+            store.calls.update(ids)
+        store.answered.update(r for r in results if r is not None)
+        store.user_turns += [offset + u for u in scan.user_turns if u < cut]
+        changed = self.changed + len({entry[0] for entry in logged})
+        return Settled(store, offset + cut, items + done, self.logged + len(logged), changed)
+
+
+__all__ += ["versions"]
