@@ -1,55 +1,43 @@
-"""Speed of compaction calls, and of a 1,000-round replay, against a hand-written baseline.
+"""Speed of compaction calls against a hand-written baseline, with the redesign's targets.
 
 Conversations of 100, 1,000 and 10,000 messages are built from a real mini-swe-agent trace
 (tests/data/traces/mini-swe-agent/, OpenAI format): its system and task messages, then its
-assistant/tool pairs repeated, with fresh tool-call ids, until the length is reached. For each
-size, in the same run, the time per call of:
+assistant/tool pairs repeated, with fresh tool-call ids, until the length is reached.  For each
+size, in the same run:
 
 * seed-000 loop: bench/seed000_loop.py, seed 000's micro_compact written by hand as a
   copy-on-write loop: the baseline (ratio 1.00);
-* keep-recent-results: rules/presets/keep-recent-results.yaml, the same algorithm as a rule file
-  (its output is checked equal to the loop's), and the default rules (rules/default.yaml), each
-  three ways:
-  - ``compact()``: one call on the whole conversation, nothing reused;
-  - ``Compactor``, next round: what an agent loop pays per round. The Compactor has handled the
-    conversation up to the previous round; the time is the mean over the last 10 rounds up to
-    the size (one assistant turn and its result each; for the default, one of them moves the
-    step boundary). ``verify=True`` (the default) compares the earlier messages with copies to
-    notice edits made in place; ``verify=False`` checks their identity only;
-* LangChain ClearToolUsesEdit: what ContextEditingMiddleware does on every model call with its
-  defaults: ``deepcopy`` of the message list, then ``ClearToolUsesEdit().apply`` with
-  ``count_tokens_approximately``, on the same conversation converted to langchain_core messages
-  (converted once, outside the timing: an agent built on LangChain holds them already);
-* keep-recent-results in RulesCompactMiddleware, next round: what our LangChain middleware does
-  per model call on those messages (rules_compact.integrations.langchain.translated: the
-  conversion to dicts and back, remembered per message, around a Compactor), on a middleware
-  that has handled the rounds before.
+* keep-recent-results (the same algorithm as a rule file; its output is checked equal to the
+  loop's) and the default rules, each
+  - ``compact()``: one call on the whole conversation;
+  - ``Compactor``, next round, ``verify=False`` and ``verify=True``: what an agent loop pays per
+    round: the Compactor has handled the conversation up to the previous round; the time is the
+    mean over the last 10 rounds (one assistant turn and its result each);
+* LangChain ClearToolUsesEdit as ContextEditingMiddleware runs it (``deepcopy`` + ``apply``), and
+  keep-recent-results in our RulesCompactMiddleware (conversions included), next round.
 
-Then a 1,000-round replay (a conversation with 1,000 assistant turns; every round compacts the
-history up to that turn, as an agent loop would): the total time spent in the compaction calls.
-
-Times are wall-clock (time.perf_counter): each is the median over --repeats repeats. The machine
-(CPU model, cores, Python, load) is printed first.
+Times are CPU time (``time.process_time``).  Every implementation of a size is timed in turn,
+``--repeats`` times over (interleaved, so load that comes and goes hits them all alike), and
+the minimum is kept.  Then memory at 100,000 messages (tracemalloc: what a dropped Result keeps,
+what a Compactor holds) and the growth of ``compact()`` time from 10,000 to 100,000 messages.
 
 Usage:
-    python3 bench/speed.py                       # everything (about eight minutes on 2 cores)
-    python3 bench/speed.py --sizes 100 1000 --repeats 3 --rounds 300
-    python3 bench/speed.py --profile 10000       # cProfile top entries of the default at that size
+    python3 bench/speed.py                 # everything (a few minutes on 2 cores)
+    python3 bench/speed.py --sizes 100 1000 --repeats 5 --no-memory
+    python3 bench/speed.py --check         # exit 1 when a target is missed
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import cProfile
-import io
+import gc
 import json
 import os
 import platform
-import pstats
-import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,43 +50,39 @@ from seed000_loop import micro_compact  # noqa: E402
 TRACE = ROOT / "tests" / "data" / "traces" / "mini-swe-agent" / \
     "deepseek_chat_dev_rerun__pylint-dev__astroid-1333.traj.json"
 SIZES = (100, 1_000, 10_000)
-DEFAULT_TARGET_MS = 10.0  # the default rules at 10,000 messages
-PRESET_TARGET_RATIO = 1.5  # keep-recent-results vs the seed-000 loop
-LANGCHAIN_TARGET_RATIO = 20.0  # LangChain's time over the preset's, at 1,000 messages
 ROUNDS = 10  # rounds averaged in "next round"
-MIDDLEWARE = "keep-recent-results in RulesCompactMiddleware"
-
-
-# -- the machine ---------------------------------------------------------------------------
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+# the targets of issue 14: implementation -> {messages: the most it may cost, in loops}
+TARGETS = {
+    "keep-recent-results: compact()": {100: 2.5, 1_000: 2.0, 10_000: 2.0},
+    "default rules: compact()": {100: 8.0, 1_000: 8.0, 10_000: 8.0},
+    "keep-recent-results: Compactor(verify=False), next round": {100: 1.5, 1_000: 0.5, 10_000: 0.2},
+    "keep-recent-results: Compactor(verify=True), next round": {100: 2.5, 1_000: 1.5, 10_000: 1.5},
+}
+MEMORY_MESSAGES = 100_000
+COMPACTOR_MEMORY_TARGET = 40 * 2**20
+GROWTH_TARGET = 11.0
 
 
 def machine() -> str:
-    cores = os.cpu_count()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = f"; load average {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else ""
-    return (f"CPU: {cpu_model()}, {usable} cores usable ({cores} online); "
-            f"Python {platform.python_version()} ({platform.python_implementation()}); "
-            f"{platform.system()} {platform.release()}{load}")
+    return (f"CPU: {model}, {usable} cores usable; Python {platform.python_version()} "
+            f"({platform.python_implementation()}); {platform.system()} {platform.release()}{load}")
 
-
-# -- conversations -------------------------------------------------------------------------
 
 def conversation(n: int, trace: Path = TRACE) -> list:
     """``n`` messages: the trace's system and task, then its assistant/tool pairs repeated."""
     messages = json.loads(trace.read_text(encoding="utf-8"))["messages"]
-    head = [m for m in messages[:2]]
     body = [m for m in messages[2:] if m.get("role") in ("assistant", "tool")]
-    out = list(head)
-    lap = 0
+    out, lap = list(messages[:2]), 0
     while len(out) < n:
         for m in body:
             if len(out) >= n:
@@ -112,49 +96,54 @@ def conversation(n: int, trace: Path = TRACE) -> list:
     return out
 
 
-def rounds_conversation(rounds: int) -> list:
-    """A conversation with exactly ``rounds`` assistant turns, ending with the last one's result."""
-    msgs = conversation(2 + 2 * rounds + 100)
-    turns = [i for i, m in enumerate(msgs) if m.get("role") == "assistant"]
-    return msgs[:turns[rounds]] if len(turns) > rounds else msgs
+# -- timing -------------------------------------------------------------------------------
+
+class Call:
+    """A timed thing: ``run()`` once per call; ``batch()`` how many calls one timing covers."""
+
+    def __init__(self, fn, calls: int = 1, prepare=None):
+        self.fn, self.calls, self.prepare = fn, calls, prepare
+
+    def time_once(self) -> float:
+        state = self.prepare() if self.prepare is not None else None
+        start = time.process_time()
+        self.fn(state)
+        return (time.process_time() - start) / self.calls
 
 
-# -- timing --------------------------------------------------------------------------------
-
-def per_call(fn, repeats: int, min_time: float) -> float:
-    """Median over ``repeats`` of the mean seconds per call of a loop lasting ~``min_time``."""
-    fn()  # warm up (and compile anything lazy)
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    loops = max(1, int(min_time / once))
-    samples = []
+def interleaved(calls: dict[str, Call], repeats: int, min_time: float) -> dict[str, float]:
+    """The minimum CPU time per call of each, timed in turn ``repeats`` times."""
+    loops = {}
+    for name, call in calls.items():
+        call.time_once()  # warm up
+        loops[name] = max(1, int(min_time / max(call.time_once() * call.calls, 1e-6)))
+    best = dict.fromkeys(calls, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        samples.append((time.perf_counter() - start) / loops)
-    return statistics.median(samples)
+        for name, call in calls.items():
+            samples = [call.time_once() for _ in range(loops[name])]
+            best[name] = min(best[name], sum(samples) / len(samples))
+    return best
 
 
-def per_round(make, msgs: list, repeats: int, rounds: int = ROUNDS, shown: list | None = None) -> float:
-    """Median over ``repeats`` of the mean time of the last ``rounds`` rounds up to ``msgs``,
-    on a Compactor (from ``make()``) that has handled the rounds before them.  ``shown``: the
-    same conversation as the callable takes it (LangChain messages), when not ``msgs``."""
+def next_round(make, msgs: list, shown: list | None = None) -> Call:
+    """A Compactor (from ``make()``) that saw the rounds before the last ``ROUNDS``; one timing is
+    those rounds, and the time is per round."""
     ends = [i + 1 for i, m in enumerate(msgs) if m.get("role") == "tool"]
-    ends = [e for e in ends if e < len(msgs)][-(rounds + 2):] + [len(msgs)]
+    ends = [e for e in ends if e < len(msgs)][-(ROUNDS + 2):] + [len(msgs)]
     shown = msgs if shown is None else shown
-    samples = []
-    for _ in range(repeats):
+
+    def prepare():
         compactor = make()
         for end in ends[:2]:  # two calls before: the second takes the copies verify needs
             compactor(shown[:end])
-        histories = [shown[:end] for end in ends[2:]]
-        start = time.perf_counter()
+        return compactor, [shown[:end] for end in ends[2:]]
+
+    def run(state):
+        compactor, histories = state
         for history in histories:
             compactor(history)
-        samples.append((time.perf_counter() - start) / len(histories))
-    return statistics.median(samples)
+
+    return Call(run, len(ends) - 2, prepare)
 
 
 def fmt_time(seconds: float) -> str:
@@ -177,11 +166,7 @@ def table(rows: list[tuple], right: set[int]) -> str:
     return "\n".join(lines)
 
 
-# -- LangChain -----------------------------------------------------------------------------
-
-def langchain_call():
-    """A function ``(lc_messages) -> edited`` doing what ContextEditingMiddleware does per call,
-    and the converter, or None when langchain is not installed."""
+def langchain():
     try:
         from langchain.agents.middleware.context_editing import ClearToolUsesEdit
         from langchain_core.messages.utils import count_tokens_approximately
@@ -200,116 +185,89 @@ def langchain_call():
     return call, to_langchain
 
 
-# -- the benchmark -------------------------------------------------------------------------
+# -- memory -----------------------------------------------------------------------------
+
+def memory(preset) -> list[str]:
+    """What a dropped Result keeps, and what a Compactor with verify=False holds, at 100,000
+    messages; and how compact() time grows from 10,000 to 100,000 messages."""
+    msgs = conversation(MEMORY_MESSAGES)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = compact(msgs, preset, format="openai")
+    _ = result.report.passes[0].decisions  # a report that was read holds its records
+    del result, _
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0] - base
+    compactor = Compactor(preset, format="openai", verify=False)
+    ends = [i + 1 for i, m in enumerate(msgs) if m.get("role") == "tool"][-3:]
+    for end in ends:
+        compactor(msgs[:end])
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    del compactor
+    small = conversation(10_000)
+    times = interleaved({"10k": Call(lambda s: compact(small, preset, format="openai")),
+                         "100k": Call(lambda s: compact(msgs, preset, format="openai"))}, 3, 0.5)
+    growth = times["100k"] / times["10k"]
+    return [f"{MEMORY_MESSAGES:,} messages: a dropped Result keeps {kept / 2**20:.1f} MB (target: 0)",
+            f"{MEMORY_MESSAGES:,} messages: keep-recent-results Compactor(verify=False) holds {held / 2**20:.1f} MB "
+            f"(target <= {COMPACTOR_MEMORY_TARGET / 2**20:.0f} MB)",
+            f"compact() from 10,000 to 100,000 messages: {growth:.1f}x the time (target <= {GROWTH_TARGET:g}x)"], \
+        [kept <= 2**20, held <= COMPACTOR_MEMORY_TARGET, growth <= GROWTH_TARGET]
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--min-time", type=float, default=0.2, help="seconds per repeat (default 0.2)")
-    parser.add_argument("--rounds", type=int, default=1000, help="rounds of the replay (default 1000)")
+    parser.add_argument("--min-time", type=float, default=0.05, help="seconds per timing (default 0.05)")
     parser.add_argument("--no-langchain", action="store_true")
-    parser.add_argument("--profile", type=int, metavar="N",
-                        help="only profile the default and the preset at N messages (cProfile, top 25)")
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
 
-    default = load_rules("default")
-    preset = load_rules("preset:keep-recent-results")
-
-    if args.profile:
-        msgs = conversation(args.profile)
-        for name, rules in (("default", default), ("preset:keep-recent-results", preset)):
-            prof = cProfile.Profile()
-            prof.enable()
-            for _ in range(20):
-                compact(msgs, rules, format="openai")
-            prof.disable()
-            out = io.StringIO()
-            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
-            print(f"## {name}, {args.profile:,} messages, 20 calls\n{out.getvalue()}")
-        return 0
-
-    print(machine())
-    print()
-    lc = None if args.no_langchain else langchain_call()
-    rows = [("messages", "implementation", "per call", "vs seed-000 loop")]
-    verdicts = []
+    default, preset = load_rules("default"), load_rules("preset:keep-recent-results")
+    print(machine(), "\n")
+    lc = None if args.no_langchain else langchain()
+    rows = [("messages", "implementation", "per call", "vs seed-000 loop", "target")]
+    verdicts: list[bool] = []
     for n in args.sizes:
         msgs = conversation(n)
-        expected = micro_compact(msgs)
-        if compact(msgs, preset, format="openai").messages != expected:
+        if compact(msgs, preset, format="openai").messages != micro_compact(msgs):
             raise SystemExit(f"{n} messages: keep-recent-results and the seed-000 loop disagree")
-        base = per_call(lambda: micro_compact(msgs), args.repeats, args.min_time)
-        times = {"seed-000 loop (baseline)": base}
+        calls = {"seed-000 loop (baseline)": Call(lambda s: micro_compact(msgs))}
         for name, rules in (("keep-recent-results", preset), ("default rules", default)):
-            times[f"{name}: compact()"] = per_call(lambda: compact(msgs, rules, format="openai"),
-                                                   args.repeats, args.min_time)
-            for verify in (True, False):
-                times[f"{name}: Compactor(verify={verify}), next round"] = per_round(
-                    lambda: Compactor(rules, format="openai", verify=verify), msgs, args.repeats)
+            calls[f"{name}: compact()"] = Call(lambda s, r=rules: compact(msgs, r, format="openai"))
+            for verify in (False, True):
+                calls[f"{name}: Compactor(verify={verify}), next round"] = next_round(
+                    lambda r=rules, v=verify: Compactor(r, format="openai", verify=v), msgs)
         if lc is not None:
             from rules_compact.integrations.langchain import translated
             call, to_lc = lc
             lc_msgs = [to_lc(m) for m in msgs]
-            times["LangChain ClearToolUsesEdit (deepcopy + apply)"] = per_call(
-                lambda: call(lc_msgs), args.repeats, args.min_time)
-            times[f"{MIDDLEWARE}, next round"] = per_round(
-                lambda: translated(preset, on_compact=lambda report: None), msgs, args.repeats, shown=lc_msgs)
+            calls["LangChain ClearToolUsesEdit (deepcopy + apply)"] = Call(lambda s: call(lc_msgs))
+            calls["keep-recent-results in RulesCompactMiddleware, next round"] = next_round(
+                lambda: translated(preset, on_compact=lambda report: None), msgs, lc_msgs)
+        times = interleaved(calls, args.repeats, args.min_time)
+        base = times["seed-000 loop (baseline)"]
         for label, seconds in times.items():
-            rows.append((f"{n:,}", label, fmt_time(seconds), f"{seconds / base:.2f}x"))
-        verdicts += _verdicts(n, base, times)
-    print(f"Time per call, median of {args.repeats} repeats:")
+            ratio = seconds / base
+            target = TARGETS.get(label, {}).get(n)
+            verdict = ""
+            if target is not None:
+                verdicts.append(ratio <= target)
+                verdict = f"<= {target:g}x: {'met' if ratio <= target else 'MISSED'}"
+            rows.append((f"{n:,}", label, fmt_time(seconds), f"{ratio:.2f}x", verdict))
+    print(f"CPU time per call, minimum of {args.repeats} interleaved repeats:")
     print(table(rows, right={0, 2, 3}))
-    print()
-
-    msgs = rounds_conversation(args.rounds)
-    ends = [i for i, m in enumerate(msgs) if m.get("role") == "assistant"]
-    rows = [("implementation", f"{len(ends):,} rounds, total", "per round", "vs seed-000 loop")]
-    totals = []
-    for label, make in (("seed-000 loop (baseline)", lambda: micro_compact),
-                        ("keep-recent-results: compact()", lambda: lambda h: compact(h, preset, format="openai")),
-                        ("keep-recent-results: Compactor", lambda: Compactor(preset, format="openai")),
-                        ("default rules: compact()", lambda: lambda h: compact(h, default, format="openai")),
-                        ("default rules: Compactor", lambda: Compactor(default, format="openai"))):
-        fn, total = make(), 0.0
-        for end in ends:
-            history = msgs[:end]
-            start = time.perf_counter()
-            fn(history)
-            total += time.perf_counter() - start
-        totals.append((label, total))
-    for label, total in totals:
-        rows.append((label, fmt_time(total), fmt_time(total / len(ends)), f"{total / totals[0][1]:.2f}x"))
-    print(f"Replay of {len(ends):,} rounds ({len(msgs):,} messages at the end): total time in compaction calls:")
-    print(table(rows, right={1, 2, 3}))
-    print()
-    print("\n".join(verdicts))
-    return 0
-
-
-def _verdicts(n: int, base: float, times: dict) -> list[str]:
-    def met(ok: bool) -> str:
-        return "met" if ok else "MISSED"
-
-    out = []
-    lc = times.get("LangChain ClearToolUsesEdit (deepcopy + apply)")
-    for way in ("compact()", "Compactor(verify=True), next round", "Compactor(verify=False), next round"):
-        ratio = times[f"keep-recent-results: {way}"] / base
-        out.append(f"{n:,} messages: keep-recent-results, {way}: {ratio:.2f}x the loop "
-                   f"(target <= {PRESET_TARGET_RATIO}x: {met(ratio <= PRESET_TARGET_RATIO)})")
-        if n == 1_000 and lc is not None:
-            faster = lc / times[f"keep-recent-results: {way}"]
-            out.append(f"{n:,} messages: keep-recent-results, {way}: {faster:.1f}x faster than LangChain "
-                       f"(target >= {LANGCHAIN_TARGET_RATIO:g}x: {met(faster >= LANGCHAIN_TARGET_RATIO)})")
-        if n == 10_000:
-            ms = times[f"default rules: {way}"] * 1e3
-            out.append(f"{n:,} messages: default rules, {way}: {ms:.2f} ms "
-                       f"(target < {DEFAULT_TARGET_MS:g} ms: {met(ms < DEFAULT_TARGET_MS)})")
-    middleware = times.get(f"{MIDDLEWARE}, next round")
-    if n == 1_000 and middleware is not None:
-        out.append(f"{n:,} messages: {MIDDLEWARE}: {lc / middleware:.1f}x faster than LangChain's own "
-                   "middleware (no target: what a LangChain agent sees)")
-    return out
+    if not args.no_memory:
+        lines, met = memory(preset)
+        verdicts += met
+        print()
+        print("\n".join(f"{line}: {'met' if ok else 'MISSED'}" for line, ok in zip(lines, met)))
+    return 1 if args.check and not all(verdicts) else 0
 
 
 if __name__ == "__main__":

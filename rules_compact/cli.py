@@ -14,8 +14,8 @@ from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
 from .language.loader import check_rules, load_rules
-from .plugins.manager import PluginError, extended_schema, registry
-from .resources import rule_schema
+from .language.schema import extended_schema, rule_schema
+from .plugins.manager import PluginError, registry
 from .analysis import conversation_stats, decision_changes
 from .plot import plot_rounds
 from .replay import Replay, parse_price, replay

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["data_path", "rule_schema", "bundled_rules"]
+__all__ = ["data_path", "bundled_rules", "preset_names"]
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -15,12 +13,6 @@ def data_path(kind: str) -> Path:
     """``rules`` or ``schemas``: inside an installed wheel, else in the source checkout."""
     installed = PACKAGE / "_data" / kind
     return installed if installed.is_dir() else PACKAGE.parent / kind
-
-
-@lru_cache(maxsize=None)
-def rule_schema() -> dict:
-    with open(data_path("schemas") / "rules.schema.json", encoding="utf-8") as fh:
-        return json.load(fh)
 
 
 def bundled_rules(name: str) -> Path | None:

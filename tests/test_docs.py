@@ -75,3 +75,11 @@ def test_bundled_rule_files_validate_and_name_the_schema(path):
     first = path.read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# yaml-language-server: $schema=") and first.endswith("rules.schema.json")
     assert check_rules(path) == []
+
+
+def test_the_schema_file_is_made_from_the_kinds():
+    """schemas/rules.schema.json's kind fragments are the kinds' own: regenerate it with
+    ``python -m rules_compact.language.schema`` after changing a kind."""
+    from rules_compact.language import schema
+
+    assert schema.main(["--check"]) == 0

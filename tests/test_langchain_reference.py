@@ -26,7 +26,7 @@ from langchain.agents.middleware.types import ModelRequest  # noqa: E402
 from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 
 import preset_inputs as pi  # noqa: E402
-from invariants import check_invariants  # noqa: E402
+from rules_compact.testing import check_invariants  # noqa: E402
 from reference import langchain_context_editing as lce  # noqa: E402
 from rules_compact import compact, load_rules  # noqa: E402
 

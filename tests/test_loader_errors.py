@@ -14,7 +14,7 @@ import pytest
 from rules_compact import ConfigError, InputError, RuleSet, check_rules, load_rules, parse_rules
 from rules_compact.language import loader
 from rules_compact.kinds.estimators import ESTIMATORS
-from rules_compact.resources import rule_schema
+from rules_compact.language.schema import rule_schema
 from rules_compact.language.templates import RESULT_VARIABLES
 
 
@@ -22,7 +22,8 @@ from rules_compact.language.templates import RESULT_VARIABLES
 def _schema() -> dict:
     """The schema rule files are checked against (plugins may add matchers and actions)."""
     try:
-        from rules_compact.plugins import extended_schema, registry
+        from rules_compact.language.schema import extended_schema
+        from rules_compact.plugins import registry
     except ImportError:  # pragma: no cover - before plugins existed
         return rule_schema()
     return extended_schema(rule_schema(), registry())

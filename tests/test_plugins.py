@@ -37,8 +37,9 @@ from rules_compact.plugins import hookimpl
 from rules_compact.language.loader import check_rules
 from rules_compact.plugins import MatcherKind
 from rules_compact.plugins import ToolSpec
-from rules_compact.plugins import ENV_PLUGINS, PluginError, PluginFailure, extended_schema, registry, use_plugins
-from rules_compact.resources import rule_schema
+from rules_compact.language.schema import extended_schema
+from rules_compact.plugins import ENV_PLUGINS, PluginError, PluginFailure, registry, use_plugins
+from rules_compact.language.schema import rule_schema
 from rules_compact.testing import check_invariants, check_plugin, check_tool_specs, run_golden_case
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import preset_inputs as pi
-from invariants import check_invariants
+from rules_compact.testing import check_invariants
 from reference import (
     anthropic_context_editing as ace,
     opencode_prune as oc,

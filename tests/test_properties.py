@@ -18,11 +18,12 @@ PROFILE = property_settings()
 
 import yaml  # noqa: E402
 
-from invariants import check_invariants  # noqa: E402
+from rules_compact.testing import check_invariants  # noqa: E402
 from rules_compact import compact, load_rules  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
 from rules_compact.engine.facts import Facts as View  # noqa: E402
-from rules_compact.resources import bundled_rules, rule_schema  # noqa: E402
+from rules_compact.language.schema import rule_schema  # noqa: E402
+from rules_compact.resources import bundled_rules  # noqa: E402
 from strategies import (  # noqa: E402
     ACTION_KINDS, MATCHER_KINDS, TOP_LEVEL_KEYS, anthropic_conversations, conversations, openai_conversations,
     rule_files, to_ruleset,
@@ -47,7 +48,7 @@ def _rule_file_lists():
 
 def _result_contents(messages: list, fmt: str) -> list:
     form = FORMATS[fmt]
-    return [(it.index, form.result_content(messages[it.msg_index], it))
+    return [(it.index, form.result_content(messages[it.msg_index], it.block_index))
             for it in form.items(messages) if it.kind == "tool_result"]
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from invariants import check_invariants
+from rules_compact.testing import check_invariants
 from rules_compact import compact, load_rules, parse_rules
 from rules_compact.formats import FORMATS
 from rules_compact.resources import bundled_rules
@@ -165,7 +165,7 @@ def test_invariants_on_real_traces(path, rules_name):
 def _results(messages: list, fmt: str) -> list[tuple[int, object, object]]:
     """(item index, content, message) of every tool result, oldest first."""
     form = FORMATS[fmt]
-    return [(it.index, form.result_content(messages[it.msg_index], it), it)
+    return [(it.index, form.result_content(messages[it.msg_index], it.block_index), it)
             for it in form.items(messages) if it.kind == "tool_result"]
 
 

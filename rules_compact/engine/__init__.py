@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 
 from ..errors import InputError
 from ..formats import FORMATS, Format, Item, detect_format
+from ..language.loader import load_rules
 from ..language.model import RuleSet
 from .interpreter import Pass, run_pass
 from .report import PassReport, Report
@@ -29,8 +30,6 @@ class Result:
 
 def resolve_rules(rules) -> list[RuleSet]:
     """RuleSets from a RuleSet, a path or name, a list of those, or None (the bundled default)."""
-    from ..language.loader import load_rules
-
     if rules is None:
         return [load_rules("default")]
     if isinstance(rules, RuleSet):

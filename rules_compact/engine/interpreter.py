@@ -130,11 +130,13 @@ def versions(log: list, out: list) -> dict[int, tuple]:
             for item, changes in sorted(found.items())}
 
 
-def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]]:
+def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int], dict[Rule, list[int]]]:
     """Per item, the first rule whose matcher holds (error results are matched only by rules
-    that name ``is_error: true``); and the items whose rule does more than keep, in order."""
+    that name ``is_error: true``); the items whose rule does more than keep, in order; and
+    those items by rule."""
     chosen: list[Rule | None] = [None] * len(facts)
     acted: list[int] = []
+    by_rule: dict[Rule, list[int]] = {}
     for kind, items in ((TURN, facts.turns), (RESULT, facts.results)):  # turns first: their calls give the results' links
         remaining = items
         clean = None  # remaining items that are no error results
@@ -157,6 +159,7 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
                 chosen[i] = rule
             if not rule.keeps:
                 acted += hits
+                by_rule.setdefault(rule, []).extend(hits)
             if hits is remaining:
                 remaining = []
             else:
@@ -164,14 +167,14 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
                 remaining = [i for i in remaining if i not in taken]
             clean = None if clean is None or hits is clean else [i for i in clean if chosen[i] is None]
     acted.sort()
-    return chosen, acted
+    return chosen, acted, by_rule
 
 
 def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | None = None) -> Decided:
     """Choose a rule for every item, then apply the actions that change something, oldest
     item first, within the rule set's budget (``total_tokens``: of the whole input, which
     ``stop_at_tokens`` compares with; by default the facts' messages)."""
-    chosen, todo = choose(facts, ruleset)
+    chosen, todo, by_rule = choose(facts, ruleset)
     notes: dict[int, str] = {}
     if facts.results:
         errors = facts.errors
@@ -182,6 +185,15 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     log = editor.log
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
+    if tally is None and not facts.fmt.shared_messages and all(
+            a.kind is not None and a.kind.item_only for rule in by_rule for a in rule.actions):
+        todo = []  # each item's edits touch its own message alone: apply them rule by rule
+        for rule, items in by_rule.items():
+            items.sort()
+            said = [action.run_many(items, editor) for action in rule.actions]
+            for notes_of in said:
+                for i, note in notes_of.items():
+                    notes[i] = f"{notes[i]}; {note}" if len(said) > 1 and i in notes else note
     for i in todo:
         if tally is not None and tally.reached(budget):
             notes[i] = BUDGET_REACHED

@@ -15,6 +15,7 @@ class AnthropicFormat(Format):
     """Anthropic Messages: content blocks ``tool_use`` / ``tool_result`` / ``thinking``."""
 
     name = "anthropic"
+    shared_messages = True  # a user message holds several tool_result blocks
 
     @staticmethod
     def shows(msg: dict) -> bool:

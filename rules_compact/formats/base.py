@@ -170,6 +170,7 @@ class Format:
     name = ""
     resumable = True  # items are found message by message, so a pass can resume (incremental layer)
     own_calls = True  # an assistant turn's calls are all in its own message
+    shared_messages = False  # several items can be in one message (so their edits must go in order)
 
     # -- structure ---------------------------------------------------------------------
     def calls(self, msg: Any) -> list[Call]:

@@ -18,12 +18,15 @@ def _calls(tool_calls: Any) -> list[Call]:
         return []
     out = []
     for call in tool_calls:
-        if isinstance(call, dict):
-            call_id = call.get("id")
-            if isinstance(call_id, str):
-                fn = call.get("function")
-                name = fn.get("name") if isinstance(fn, dict) else None
-                out.append((call_id, name if isinstance(name, str) else None, call))
+        if not isinstance(call, dict):
+            continue
+        try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
+            call_id, name = call["id"], call["function"]["name"]
+        except (KeyError, TypeError):
+            call_id, fn = call.get("id"), call.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else None
+        if isinstance(call_id, str):
+            out.append((call_id, name if isinstance(name, str) else None, call))
     return out
 
 
@@ -94,16 +97,9 @@ class OpenAIScan(Scan):
         messages = self._messages
         for i, role in enumerate(self._roles):  # the same, without building each message's calls
             if role == "assistant":
-                tool_calls = messages[i].get("tool_calls")
-                if tool_calls and isinstance(tool_calls, list):
-                    for call in tool_calls:
-                        try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
-                            call_id, name = call["id"], call["function"]["name"]
-                        except (KeyError, TypeError):
-                            found = _calls([call])
-                            call_id, name = found[0][:2] if found else (None, None)
-                        if isinstance(call_id, str) and call_id not in at:
-                            at[call_id] = (call, i, name if isinstance(name, str) else None)
+                for call_id, name, call in _calls(messages[i].get("tool_calls")):
+                    if call_id not in at:
+                        at[call_id] = (call, i, name)
         return at
 
     @cached_property

@@ -14,7 +14,9 @@ from ..engine.facts import Facts
 from ..engine.interpreter import Decided, Input, Pass, evaluate, not_run, ran, run_pass, skipped, step_boundary
 from ..formats import Format
 from ..formats.base import deep_copy
+from ..kinds.actions import BUILTIN_ACTIONS
 from ..kinds.estimators import ESTIMATORS
+from ..kinds.matchers import BUILTIN_MATCHERS
 from ..language.model import RuleSet
 from .settle import Settled, rule_nodes, settling_of
 
@@ -93,7 +95,7 @@ class Compactor:
             else:
                 start = settled.reopen(facts, settling)
                 if start < settled.start:
-                    settled = settled.cut(start) if start else None
+                    settled = settled.cut(start, fmt) if start else None
                     facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin) if settled else None
         total = lambda: sum(given.tokens())  # noqa: E731
         if facts is None:
@@ -130,9 +132,6 @@ class Compactor:
 def reads_whole_messages(ruleset: RuleSet) -> bool:
     """Whether the rules may read more of a message than its format does: a ``where``, a plugin's
     matcher, action or estimator."""
-    from ..kinds.actions import BUILTIN_ACTIONS
-    from ..kinds.matchers import BUILTIN_MATCHERS
-
     builtin = set(map(id, BUILTIN_MATCHERS.values())) - {id(BUILTIN_MATCHERS["where"])}
     if ruleset.estimator is not ESTIMATORS.get(ruleset.estimator_name) or ruleset.estimator.message is not None:
         return True

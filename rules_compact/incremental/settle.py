@@ -110,8 +110,6 @@ class _Store:
     notes: dict = field(default_factory=dict)  # item -> note
     log: list = field(default_factory=list)  # (item, message index, the message as it was)
     span_of: list = field(default_factory=list)  # per item: the message where its span (or it) starts
-    item_calls: list = field(default_factory=list)  # per item: a turn's call ids
-    item_result: list = field(default_factory=list)  # per item: the call id a result answers
     user_turns: list = field(default_factory=list)  # message indices
     calls: set = field(default_factory=set)  # every call id of its turns
     answered: set = field(default_factory=set)  # every call id its results answer
@@ -158,11 +156,8 @@ class Settled:
         for i in scan.results:
             if call_id[i] in calls:
                 return True
-        for i in scan.turns:
-            ids = facts.call_ids[i]
-            if ids and (not calls.isdisjoint(ids) or not answered.isdisjoint(ids)):
-                return True
-        return False
+        made = scan.call_at  # every call of the later turns
+        return not calls.isdisjoint(made) or not answered.isdisjoint(made)
 
     def reopen(self, facts: Facts, settling: Settling) -> int:
         """Where to resume so that every settled result a later call repeats is decided again."""
@@ -177,16 +172,17 @@ class Settled:
                             start = at
         return start
 
-    def cut(self, start: int) -> Settled:
+    def cut(self, start: int, fmt: Format) -> Settled:
         """The same prefix, settled only up to message ``start``, in a store of its own."""
         store = self.store
         items = next((i for i in range(self.items) if store.span_of[i] >= start), self.items)
-        item_calls, item_result = store.item_calls[:items], store.item_result[:items]
+        outputs = store.outputs[:start]
+        scan = fmt.scan(outputs)  # compaction keeps every id: the outputs link as the inputs did
         kept = _Store(
-            store.outputs[:start], store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
-            [entry for entry in store.log[:self.logged] if entry[0] < items], store.span_of[:items], item_calls,
-            item_result, [u for u in store.user_turns if u < start], {c for ids in item_calls for c in ids},
-            {r for r in item_result if r is not None},
+            outputs, store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
+            [entry for entry in store.log[:self.logged] if entry[0] < items], store.span_of[:items],
+            [u for u in store.user_turns if u < start], set(scan.call_at),
+            {scan.call_id[i] for i in scan.results if scan.call_id[i] is not None},
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
         return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
 
@@ -218,13 +214,8 @@ class Settled:
         logged = [(items + i, offset + index, before) for i, index, before in decided.log if i < done]
         store.log += logged
         store.span_of += starts
-        calls = facts.call_ids[:done]
-        results = scan.call_id[:done]
-        store.item_calls += calls
-        store.item_result += results
-        for ids in calls:
-            store.calls.update(ids)
-        store.answered.update(r for r in results if r is not None)
+        store.calls.update(cid for cid, (_, at, _) in scan.call_at.items() if at < cut)
+        store.answered.update(cid for cid in scan.call_id[:done] if cid is not None)
         store.user_turns += [offset + u for u in scan.user_turns if u < cut]
         changed = self.changed + len({entry[0] for entry in logged})
         return Settled(store, offset + cut, items + done, self.logged + len(logged), changed)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..language.compiler import CompileContext
 
 __all__ = ["History", "MatcherKind", "ActionKind", "Matcher", "Action", "compare", "bounds", "RESULT", "TURN",
-           "ITEM_KINDS", "everything", "nothing", "require_bound", "predicate_matcher",
+           "ITEM_KINDS", "everything", "nothing", "require_bound", "with_defaults", "predicate_matcher",
            "bool_matcher", "All", "AnyOf", "Not"]
 
 RESULT, TURN = "tool_result", "assistant"  # the two item kinds (Item.kind)
@@ -241,6 +241,15 @@ def compare(options: dict) -> Callable[[Any], bool]:
     return lambda value: all(op(value, bound) for op, bound in found)
 
 
+def with_defaults(options: Any, schema: dict) -> dict:
+    """A kind's options with the ``default`` of every property its schema declares filled in
+    (the object form of a schema whose options may also be written otherwise)."""
+    branches = [schema] + [b for b in schema.get("anyOf", ()) if isinstance(b, dict)]
+    properties = next((b["properties"] for b in branches if "properties" in b), {})
+    filled = {key: spec["default"] for key, spec in properties.items() if "default" in spec}
+    return {**filled, **(options or {})}
+
+
 def require_bound(options: dict, ctx, path: str, name: str) -> None:
     if not any(key in options for key in COMPARATORS):
         ctx.problem(path, f"{name} needs at least one of gt, gte, lt, lte")
@@ -272,19 +281,39 @@ def _ceil(value) -> int:
 @dataclass(frozen=True)
 class Action:
     """A compiled action.  ``apply(item, editor)`` edits one item and returns a note for the
-    report, or None (the plugin interface); built-in actions also give ``run(index, editor)``,
-    which reads the item from the editor's facts instead of an Item record."""
+    report, or None (the plugin interface).  Built-in actions give ``run(index, editor)``
+    instead, which reads the item from the editor's facts, or ``run_many(indices, editor)``,
+    which edits several items and returns their notes by item.  Any one of the three is
+    enough: the others are made from it."""
 
     name: str
     apply: Callable[[Any, Any], "str | None"] | None = None
     templates: tuple = ()
     run: Callable[[int, Any], "str | None"] | None = field(default=None, compare=False)
     kind: ActionKind | None = field(default=None, compare=False)
+    run_many: Callable[[list, Any], dict] | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if self.run is None:
-            apply = self.apply
-            object.__setattr__(self, "run", lambda index, ed: apply(ed.facts.item(index), ed))
+            if self.run_many is not None:
+                many = self.run_many
+                object.__setattr__(self, "run", lambda index, ed: many((index,), ed).get(index))
+            else:
+                apply = self.apply
+                object.__setattr__(self, "run", lambda index, ed: apply(ed.facts.item(index), ed))
         if self.apply is None:
             run = self.run
             object.__setattr__(self, "apply", lambda item, ed: run(item.index, ed))
+        if self.run_many is None:
+            run = self.run
+
+            def run_many(indices, ed) -> dict:
+                notes = {}
+                for index in indices:
+                    ed.item = index
+                    note = run(index, ed)
+                    if note:
+                        notes[index] = note
+                return notes
+
+            object.__setattr__(self, "run_many", run_many)

@@ -176,7 +176,7 @@ def _chains(rules: list[Rule]) -> dict[str, tuple[tuple[Rule, Matcher | bool], .
 
 
 def _with_kind(action: Action, kind: ActionKind) -> Action:
-    return Action(action.name, action.apply, action.templates, action.run, kind)
+    return Action(action.name, action.apply, action.templates, action.run, kind, action.run_many)
 
 
 def registry_context(file: str, marks: Marks, reg) -> CompileContext:

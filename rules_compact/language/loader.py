@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
 from ..errors import ConfigError, InputError, Problem, kind_of
 from .model import RuleSet
-from ..plugins.manager import extended_schema, registry
-from ..resources import bundled_rules, preset_names, rule_schema
+from ..plugins.manager import registry
+from ..resources import bundled_rules, preset_names
+from .schema import extended_schema, rule_schema, schema_problems
 from .yamlsource import Marks, join_path, load_yaml, locate
 
 __all__ = ["load_rules", "parse_rules", "check_rules", "MAX_RULES_BYTES"]
@@ -162,68 +160,3 @@ def check_rules(source: str | os.PathLike) -> list[Problem]:
     except ConfigError as exc:
         return exc.problems
     return []
-
-
-def _pick(error: ValidationError) -> ValidationError:
-    """Descend into anyOf/oneOf to the branch error that says most."""
-    while error.context:
-        depth = len(error.absolute_path)
-        pool = [e for e in error.context
-                if not (e.validator in ("type", "enum", "const") and len(e.absolute_path) == depth)]
-        error = max(pool or error.context, key=lambda e: len(e.absolute_path))
-    return error
-
-
-def _describe(error: ValidationError) -> tuple[str, str | None]:
-    """A message saying what was expected and what was found, and an offending key, if any."""
-    inst, kind = error.instance, error.validator
-    if kind == "additionalProperties" and isinstance(inst, dict):
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(str(k) for k in inst if k not in allowed)
-        key = extra[0] if extra else None
-        return f"unknown key {key!r}; allowed: {', '.join(allowed)}", key
-    if kind == "enum":
-        return f"{inst!r} is not allowed; expected one of: {', '.join(map(str, error.validator_value))}", None
-    if kind == "const":
-        return f"expected {error.validator_value!r}, got {inst!r}", None
-    if kind == "type":
-        wanted = error.validator_value
-        wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
-        return f"expected {wanted}, got {kind_of(inst)} {inst!r}", None
-    if kind == "minimum":
-        return f"expected a number >= {error.validator_value}, got {inst!r}", None
-    if kind == "maxProperties" and isinstance(inst, dict):
-        return (f"expected at most {error.validator_value} key(s) here, got {len(inst)}: "
-                f"{', '.join(map(str, inst))}"), None
-    if kind == "not" and isinstance(error.validator_value, dict) and "required" in error.validator_value:
-        return f"give at most one of: {', '.join(error.validator_value['required'])}", None
-    if kind == "minProperties":
-        return "expected at least one key here", None
-    if kind == "minItems":
-        return f"expected at least {error.validator_value} item(s), got {len(inst)}", None
-    if kind == "minLength":
-        return "expected a non-empty string", None
-    return error.message, None
-
-
-def schema_problems(data: Any, file: str, marks: Marks, key_marks: Marks, schema: dict | None = None) -> list[Problem]:
-    validator = Draft202012Validator(schema or rule_schema())
-    problems = set()
-    for top in validator.iter_errors(data):
-        error = _pick(top)
-        path = ""
-        for part in error.absolute_path:
-            path = join_path(path, part)
-        if error.validator == "required":
-            line, col = locate(marks, path)
-            problems.update(Problem(file, line, col, f"missing required key {k!r}", path)
-                            for k in error.validator_value if k not in error.instance)
-            continue
-        message, key = _describe(error)
-        if key is not None:
-            path = join_path(path, key)
-            line, col = key_marks.get(path) or locate(marks, path)
-        else:
-            line, col = locate(marks, path)
-        problems.add(Problem(file, line, col, message, path))
-    return sorted(problems)

@@ -12,9 +12,9 @@ from ..language.model import ToolSpec
 from ..language.templates import result_variables
 from .hookspecs import hookimpl
 from .manager import (BUILTIN, ENTRY_POINT_GROUP, ENV_PLUGINS, HOOKS, PluginError, PluginFailure, Registry,
-                       call_args, extended_schema, plugin_manager, registry, reset, tool_spec, use_plugins)
+                       call_args, plugin_manager, registry, reset, tool_spec, use_plugins)
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
-           "ENV_PLUGINS", "BUILTIN", "extended_schema", "reset", "use_plugins", "tool_spec", "call_args",
+           "ENV_PLUGINS", "BUILTIN", "reset", "use_plugins", "tool_spec", "call_args",
            "hookimpl", "ToolSpec", "MatcherKind", "ActionKind", "Action", "Matcher", "History", "Estimator",
            "result_variables", "compare", "HOOKS"]

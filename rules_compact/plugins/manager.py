@@ -9,7 +9,6 @@ whole; the CLI's ``--strict`` turns such a failure into an error.
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import os
 import re
@@ -32,7 +31,7 @@ from ..language.model import ToolSpec
 from ..language.templates import RESULT_VARIABLES, Template, TemplateError
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
-           "ENV_PLUGINS", "BUILTIN", "extended_schema", "reset", "use_plugins", "tool_spec", "call_args", "HOOKS"]
+           "ENV_PLUGINS", "BUILTIN", "reset", "use_plugins", "tool_spec", "call_args", "HOOKS"]
 
 ENTRY_POINT_GROUP = "rules_compact"
 ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
@@ -348,59 +347,7 @@ def use_plugins(plugins: Iterable[object] = ()) -> Iterator[Registry]:
         _overrides.remove(reg)
 
 
-# -- the extended schema -----------------------------------------------------------------
-
-def _fragment(kind: MatcherKind | ActionKind, plugin: str | None) -> dict:
-    fragment = copy.deepcopy(kind.schema) if kind.schema is not None else {}
-    if kind.description and "description" not in fragment:
-        fragment["description"] = kind.description
-    if plugin is not None:
-        fragment["x-rules-compact-plugin"] = plugin
-    return fragment
-
-
-def _accepts_null(fragment: dict, schema: dict) -> bool:
-    """Whether an action's options schema accepts no options (``action: NAME``)."""
-    try:
-        defs = {**schema.get("$defs", {}), **fragment.get("$defs", {})}
-        return Draft202012Validator({**fragment, "$defs": defs}).is_valid(None)
-    except Exception:  # an unresolvable $ref: be safe, require the mapping form
-        return False
-
-
-_schemas: dict[tuple[int, int], tuple[dict, Registry, dict]] = {}
-
-
-def extended_schema(base: dict, reg: Registry) -> dict:
-    """The rule-file schema with every plugin matcher's and action's options schema added
-    (a kind with no schema accepts any options).  An action whose schema accepts null may
-    also be written as a bare name.  Do not modify the result: it is shared."""
-    key = (id(base), id(reg))
-    hit = _schemas.get(key)
-    if hit is not None and hit[0] is base and hit[1] is reg:
-        return hit[2]
-    matcher_props = base["$defs"]["matcher"]["properties"]
-    action_props = base["$defs"]["action"]["anyOf"][1]["properties"]
-    extra_m = {n: _fragment(k, reg.owners.get(("matcher", n))) for n, k in reg.matchers.items()
-               if n not in matcher_props}
-    extra_a = {n: _fragment(k, reg.owners.get(("action", n))) for n, k in reg.actions.items()
-               if n not in action_props}
-    schema = base
-    if extra_m or extra_a:
-        schema = copy.deepcopy(base)
-        schema["$defs"]["matcher"]["properties"].update(extra_m)
-        action = schema["$defs"]["action"]["anyOf"]
-        action[1]["properties"].update(extra_a)
-        bare = [n for n, fragment in extra_a.items() if _accepts_null(fragment, schema)]
-        action[0]["enum"] = action[0]["enum"] + [n for n in bare if n not in action[0]["enum"]]
-    if len(_schemas) > 16:
-        _schemas.clear()
-    _schemas[key] = (base, reg, schema)
-    return schema
-
-
 def reset() -> None:
     """Forget loaded plugins (tests, or after installing a plugin in a running process)."""
     plugin_manager.cache_clear()
     _default_registry.cache_clear()
-    _schemas.clear()

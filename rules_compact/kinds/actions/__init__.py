@@ -1,4 +1,8 @@
-"""The built-in action kinds, one module each (each declares ``KIND``)."""
+"""The built-in action kinds, one module each (each declares ``KIND``).
+
+``ORDER`` is the order the schema, the docs and "allowed:" lists show them in; a module not
+named there comes after, by name.
+"""
 
 from __future__ import annotations
 
@@ -7,5 +11,13 @@ from pkgutil import iter_modules
 
 __all__ = ["BUILTIN_ACTIONS"]
 
+ORDER = ('keep', 'placeholder', 'truncate', 'strip_text', 'clear_inputs', 'cache_breakpoint')
+
+
+def _rank(module: str) -> tuple:
+    return (ORDER.index(module), "") if module in ORDER else (len(ORDER), module)
+
+
 BUILTIN_ACTIONS = {kind.name: kind for kind in (
-    import_module(f"{__name__}.{info.name}").KIND for info in sorted(iter_modules(__path__), key=lambda m: m.name))}
+    import_module(f"{__name__}.{module}").KIND
+    for module in sorted((info.name for info in iter_modules(__path__)), key=_rank))}

@@ -21,9 +21,8 @@ def compile_cache_breakpoint(options, ctx, path) -> Action:
 
 SCHEMA = {'type': ['null', 'object'],
  'additionalProperties': False,
- 'description': "Put an Anthropic cache_control breakpoint ({type: ephemeral}) on the item's block, e.g. on "
-                'the last item before the step boundary.',
  'properties': {'ttl': {'enum': ['5m', '1h'], 'description': "Cache lifetime (Anthropic's ttl)."}}}
 
-KIND = ActionKind('cache-breakpoint', compile_cache_breakpoint, "Put an Anthropic cache_control breakpoint on the item's block.",
+KIND = ActionKind('cache-breakpoint', compile_cache_breakpoint,
+                  "Put an Anthropic cache_control breakpoint ({type: ephemeral}) on the item's block, e.g. on the last item before the step boundary.",
                   SCHEMA, item_only=True)

@@ -22,9 +22,8 @@ def compile_clear_inputs(options, ctx, path) -> Action:
 
     return Action("clear-inputs", run=clear_inputs, kind=KIND)
 
-SCHEMA = {'type': ['null', 'object'],
- 'additionalProperties': False,
- 'description': "Blank the arguments of the item's tool call(s) to {}."}
+SCHEMA = {'type': ['null', 'object'], 'additionalProperties': False}
 
-KIND = ActionKind('clear-inputs', compile_clear_inputs, 'Blank the arguments of the tool call(s) to {}.',
+KIND = ActionKind('clear-inputs', compile_clear_inputs,
+                  "Blank the arguments of the item's tool call(s) to {}.",
                   SCHEMA, item_only=False)

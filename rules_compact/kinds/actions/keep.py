@@ -8,7 +8,8 @@ from ..base import Action, ActionKind
 def compile_keep(options, ctx, path) -> Action:
     return Action("keep", run=lambda index, ed: None, kind=KIND)
 
-SCHEMA = {'type': ['null', 'object'], 'additionalProperties': False, 'description': 'Leave the item as it is.'}
+SCHEMA = {'type': ['null', 'object'], 'additionalProperties': False}
 
-KIND = ActionKind('keep', compile_keep, 'Leave the item as it is; stops the rule chain.',
+KIND = ActionKind('keep', compile_keep,
+                  'Leave the item as it is.',
                   SCHEMA, item_only=True)

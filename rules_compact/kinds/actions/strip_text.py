@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from ..base import Action, ActionKind
+from ..base import Action, ActionKind, with_defaults
 from ..estimators import utf16_len
 
 
 def compile_strip_text(options, ctx, path) -> Action:
-    options = options or {}
-    patterns = [ctx.regex(p, f"{path}.keep_patterns[{i}]") for i, p in enumerate(options.get("keep_patterns", []))]
+    options = with_defaults(options, SCHEMA)
+    patterns = [ctx.regex(p, f"{path}.keep_patterns[{i}]") for i, p in enumerate(options["keep_patterns"])]
     patterns = [p for p in patterns if p is not None]
     max_chars = options.get("keep_max_chars")
     marker = options.get("marker")
     if marker is not None:
         ctx.recognise(marker.__eq__)
-    text_first = options.get("text_first", False)
-    keep_thinking = options.get("keep_thinking", False)
-    keep_text = options.get("keep_text", False)
-    tool_turns_only = options.get("tool_turns_only", True)
-    drop_other = options.get("drop_other_blocks", False)
-    length = utf16_len if options.get("length") == "utf16" else len
+    text_first, keep_thinking, keep_text = options["text_first"], options["keep_thinking"], options["keep_text"]
+    tool_turns_only, drop_other = options["tool_turns_only"], options["drop_other_blocks"]
+    length = utf16_len if options["length"] == "utf16" else len
 
     def keep(text: str) -> bool:
         if keep_text or (max_chars is not None and length(text) <= max_chars):
@@ -48,8 +45,7 @@ def compile_strip_text(options, ctx, path) -> Action:
 
 SCHEMA = {'type': ['null', 'object'],
  'additionalProperties': False,
- 'description': 'On an assistant turn with tool calls, remove text and thinking/reasoning; tool calls stay.',
- 'properties': {'keep_patterns': {'type': 'array',
+ 'properties': {'keep_patterns': {'default': [], 'type': 'array',
                                   'items': {'type': 'string'},
                                   'description': 'Regexes: a text block that matches one is kept.'},
                 'keep_max_chars': {'type': 'integer',
@@ -58,21 +54,22 @@ SCHEMA = {'type': ['null', 'object'],
                 'marker': {'type': 'string',
                            'description': "Text put in place of what was removed, e.g. '[thinking "
                                           "removed]'."},
-                'text_first': {'type': 'boolean',
+                'text_first': {'default': False, 'type': 'boolean',
                                'description': 'Put the kept text before the other blocks (tool calls).'},
-                'keep_thinking': {'type': 'boolean', 'description': 'Keep thinking/reasoning content.'},
-                'keep_text': {'type': 'boolean',
+                'keep_thinking': {'default': False, 'type': 'boolean', 'description': 'Keep thinking/reasoning content.'},
+                'keep_text': {'default': False, 'type': 'boolean',
                               'description': 'Keep every text block: only thinking/reasoning is removed.'},
-                'tool_turns_only': {'type': 'boolean',
+                'tool_turns_only': {'default': True, 'type': 'boolean',
                                     'description': 'Apply only to assistant turns that call tools (default '
                                                    'true); false also strips final answers, never leaving a '
                                                    'message empty.'},
-                'drop_other_blocks': {'type': 'boolean',
+                'drop_other_blocks': {'default': False, 'type': 'boolean',
                                       'description': 'Also drop blocks that are neither text, thinking nor '
                                                      'tool calls (images, for example).'},
-                'length': {'enum': ['chars', 'utf16'],
+                'length': {'default': 'chars', 'enum': ['chars', 'utf16'],
                            'description': 'How keep_max_chars measures: characters (default) or UTF-16 code '
                                           "units, as JavaScript's length does."}}}
 
-KIND = ActionKind('strip-text', compile_strip_text, 'Remove text and thinking from an assistant turn that calls tools.',
+KIND = ActionKind('strip-text', compile_strip_text,
+                  'On an assistant turn with tool calls, remove text and thinking/reasoning; tool calls stay.',
                   SCHEMA, item_only=True)

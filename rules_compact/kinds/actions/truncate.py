@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from ...language.templates import Variables
-from ..base import Action, ActionKind
-
-DEFAULT_MARKER = "\n[... {omitted} chars omitted ...]\n"
-
+from ..base import Action, ActionKind, with_defaults
 
 def compile_truncate(options, ctx, path) -> Action:
-    options = options or {}
-    head, tail = options.get("head", 0), options.get("tail", 0)
-    as_string = options.get("as_string", False)
-    marker = ctx.template(options.get("marker", DEFAULT_MARKER), f"{path}.marker", extra=("omitted",))
+    options = with_defaults(options, SCHEMA)
+    head, tail, as_string = options["head"], options["tail"], options["as_string"]
+    marker = ctx.template(options["marker"], f"{path}.marker", extra=("omitted",))
     if marker is None:
         return Action("truncate", run=lambda index, ed: None, kind=KIND)
 
@@ -41,15 +37,15 @@ def compile_truncate(options, ctx, path) -> Action:
 
 SCHEMA = {'type': 'object',
  'additionalProperties': False,
- 'description': 'Keep the first head and last tail characters of a tool result, with a marker between them.',
- 'properties': {'head': {'type': 'integer', 'minimum': 0, 'description': 'Characters kept from the start.'},
-                'tail': {'type': 'integer', 'minimum': 0, 'description': 'Characters kept from the end.'},
-                'marker': {'type': 'string',
+ 'properties': {'head': {'default': 0, 'type': 'integer', 'minimum': 0, 'description': 'Characters kept from the start.'},
+                'tail': {'default': 0, 'type': 'integer', 'minimum': 0, 'description': 'Characters kept from the end.'},
+                'marker': {'default': '\n[... {omitted} chars omitted ...]\n', 'type': 'string',
                            'description': 'Text put between them; variables as for placeholder plus '
                                           '{omitted}.'},
-                'as_string': {'type': 'boolean',
+                'as_string': {'default': False, 'type': 'boolean',
                               'description': 'Write the result as a plain string even when the content was a '
                                              'list of blocks.'}}}
 
-KIND = ActionKind('truncate', compile_truncate, 'Keep the first and last characters of a tool result.',
+KIND = ActionKind('truncate', compile_truncate,
+                  'Keep the first head and last tail characters of a tool result, with a marker between them.',
                   SCHEMA, item_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 
 from ..ages import AGE_UNITS
-from ..base import History, Matcher, MatcherKind, bounds, require_bound
+from ..base import History, Matcher, MatcherKind, bounds, require_bound, with_defaults
 
 
 def compile_age(options, ctx, path):
@@ -15,7 +15,7 @@ def compile_age(options, ctx, path):
     if among is not None and not AGE_UNITS[unit].among:
         allowed = [n for n, u in AGE_UNITS.items() if u.among]
         ctx.problem(f"{path}.among", f"'among' needs unit {', '.join(allowed[:-1])} or {allowed[-1]}, not {unit!r}")
-    include_self = options.get("include_self", False)
+    include_self = with_defaults(options, SCHEMA)["include_self"]
     low, high = bounds(options)
     at = AGE_UNITS[unit].at if among is None else None
 
@@ -59,7 +59,7 @@ SCHEMA = {'type': 'object',
                           'description': 'Count only what matches this: items (tool_results, tokens), spans '
                                          'with a matching item (spans), or user turns with a matching item '
                                          '(user_turns).'},
-                'include_self': {'type': 'boolean',
+                'include_self': {'default': False, 'type': 'boolean',
                                  'description': 'Count the item itself too (when it is counted).'},
                 'gt': {'type': 'integer', 'minimum': 0, 'description': 'Greater than this.'},
                 'gte': {'type': 'integer', 'minimum': 0, 'description': 'Greater than or equal to this.'},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import History, Matcher, MatcherKind, bounds, require_bound
+from ..base import History, Matcher, MatcherKind, bounds, require_bound, with_defaults
 from ..estimators import utf8_len, utf16_len
 
 UNITS = ("chars", "bytes", "utf16", "tokens")
@@ -11,7 +11,7 @@ UNITS = ("chars", "bytes", "utf16", "tokens")
 def compile_size(options, ctx, path):
     require_bound(options, ctx, path, "size")
     low, high = bounds(options)
-    unit = options.get("unit", "chars")
+    unit = with_defaults(options, SCHEMA)["unit"]
     if unit == "chars":
         def select(items, facts):
             return [i for i, text in zip(items, facts.texts_of(items)) if low <= len(text) <= high]
@@ -36,7 +36,7 @@ def compile_size(options, ctx, path):
 
 SCHEMA = {'type': 'object',
  'additionalProperties': False,
- 'properties': {'unit': {'enum': ['chars', 'bytes', 'utf16', 'tokens'],
+ 'properties': {'unit': {'default': 'chars', 'enum': ['chars', 'bytes', 'utf16', 'tokens'],
                          'description': "chars (default), UTF-8 bytes, UTF-16 code units (JavaScript's "
                                         'length), or estimated tokens.'},
                 'gt': {'type': 'integer', 'minimum': 0, 'description': 'Greater than this.'},

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..base import History, Matcher, MatcherKind
+from ..base import History, Matcher, MatcherKind, with_defaults
 
 
 def compile_text(options, ctx, path):
-    fold = str.lower if options.get("ignore_case") else None
+    fold = str.lower if with_defaults(options, SCHEMA)["ignore_case"] else None
     checks: list[Callable[[str, str], bool]] = []  # (text, text folded)
 
     def folded(values):
@@ -58,7 +58,7 @@ SCHEMA = {'type': 'object',
                              'anyOf': [{'type': 'string'},
                                        {'type': 'array', 'items': {'type': 'string'}, 'minItems': 1}]},
                 'regex': {'type': 'string', 'description': 'A regular expression searched in the text.'},
-                'ignore_case': {'type': 'boolean', 'description': 'Compare case-insensitively.'},
+                'ignore_case': {'default': False, 'type': 'boolean', 'description': 'Compare case-insensitively.'},
                 'empty': {'type': 'boolean', 'description': 'The text is empty or only whitespace.'}}}
 
 KIND = MatcherKind('text', compile_text, "Tests on the item's text (a result's content, an assistant turn's text); all given tests must hold.",

@@ -1,0 +1,1 @@
+"""The rule language: YAML source, schema, extends, compiler and the compiled model."""
