@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -13,7 +15,8 @@ from ..language.model import RuleSet
 from .interpreter import Pass, run_pass
 from .report import PassReport, Report
 
-__all__ = ["compact", "Result", "resolve_rules", "check_messages", "finish", "iter_items", "run_pass", "Pass"]
+__all__ = ["compact", "Result", "resolve_rules", "check_messages", "finish", "iter_items", "run_pass", "Pass",
+           "collector_paused"]
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,28 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     name, fmt = check_messages(messages, format)
     rulesets = resolve_rules(rules)
     current, passes = messages, []
-    for ruleset in rulesets:
-        done = run_pass(current, ruleset, fmt)
-        current = done.messages
-        passes.append(done.report)
+    with collector_paused():
+        for ruleset in rulesets:
+            done = run_pass(current, ruleset, fmt)
+            current = done.messages
+            passes.append(done.report)
     return finish(messages, current, name, rulesets, passes)
+
+
+@contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector during a pass.  A pass makes many small
+    containers and no reference cycles; with a long history alive, the collections that those
+    allocations trigger would walk it again and again (10 times the messages took 15 times
+    as long)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def check_messages(messages: list, format: str | None) -> tuple[str, Format]:

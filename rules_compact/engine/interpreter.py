@@ -178,9 +178,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     notes: dict[int, str] = {}
     if facts.results:
         errors = facts.errors
-        for i in facts.results:
-            if errors[i] and chosen[i] is None:
-                notes[i] = ERROR_WITHOUT_RULE
+        notes = dict.fromkeys([i for i in facts.results if errors[i] and chosen[i] is None], ERROR_WITHOUT_RULE)
     editor = Editor(facts)
     log = editor.log
     budget = ruleset.budget

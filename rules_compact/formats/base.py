@@ -93,6 +93,11 @@ class Scan:
     def __len__(self) -> int:
         return len(self.msg)
 
+    def span_start(self, item: int) -> int:
+        """The message where the item's span starts, or the item's own message outside a span."""
+        span = self.span[item]
+        return self.span_starts[span] if span is not None else self.msg[item]
+
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""

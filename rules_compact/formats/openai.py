@@ -11,6 +11,7 @@ __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS"]
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 _NO: tuple = ()
+_ITEM_ROLES = frozenset({"tool", "assistant"})
 
 
 def _calls(tool_calls: Any) -> list[Call]:
@@ -30,6 +31,13 @@ def _calls(tool_calls: Any) -> list[Call]:
     return out
 
 
+def _has_calls(tool_calls: Any) -> bool:
+    """Whether ``_calls(tool_calls)`` finds a call (without building them)."""
+    if not tool_calls or not isinstance(tool_calls, list):
+        return False
+    return any(isinstance(call, dict) and isinstance(call.get("id"), str) for call in tool_calls)
+
+
 class OpenAIScan(Scan):
     """The generic scan's columns for Chat Completions messages (every item is a whole
     message: a ``tool`` message or an ``assistant`` one), each computed when first read."""
@@ -37,7 +45,7 @@ class OpenAIScan(Scan):
     def __init__(self, messages: list, fmt: OpenAIFormat):
         self._messages, self._fmt = messages, fmt
         self._roles = roles = [m.get("role") for m in messages]
-        self.msg = [i for i, role in enumerate(roles) if role == "tool" or role == "assistant"]
+        self.msg = [i for i, role in enumerate(roles) if role in _ITEM_ROLES]
         self.is_turn = [roles[i] == "assistant" for i in self.msg]
 
     @cached_property
@@ -110,14 +118,13 @@ class OpenAIScan(Scan):
     @cached_property
     def _spans(self) -> tuple[list, list, list]:
         spans, starts, prev = [], [], []
-        calls_of, roles = self.calls_of, self._roles
+        roles, messages = self._roles, self._messages
+        calls_of = self.__dict__.get("calls_of")
         span = last = None
-        item = 0
-        msg = self.msg
         for i, role in enumerate(roles):
             if role == "assistant":
                 last = i
-                if calls_of[i]:
+                if calls_of[i] if calls_of is not None else _has_calls(messages[i].get("tool_calls")):
                     starts.append(i)
                     span = len(starts) - 1
                 else:
@@ -129,9 +136,6 @@ class OpenAIScan(Scan):
                 prev.append(last)
             else:
                 span = None
-                continue
-            item += 1
-        assert item == len(msg)
         return spans, starts, prev
 
     @property
@@ -145,6 +149,21 @@ class OpenAIScan(Scan):
     @property
     def prev_assistant(self) -> list:
         return self._spans[2]
+
+    def span_start(self, item: int) -> int:
+        if "_spans" in self.__dict__:
+            return super().span_start(item)
+        at = self.msg[item]  # without the span columns: walk back over the results before it
+        i, roles = at, self._roles
+        if not self.is_turn[item]:
+            i -= 1
+            while i >= 0 and roles[i] == "tool":
+                i -= 1
+            if i < 0 or roles[i] != "assistant":
+                return at
+        calls_of = self.__dict__.get("calls_of")
+        found = calls_of[i] if calls_of is not None else _has_calls(self._messages[i].get("tool_calls"))
+        return i if found else at
 
     @cached_property
     def user_turns(self) -> list[int]:

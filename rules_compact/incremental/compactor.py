@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Sequence
 
-from ..engine import Result, check_messages, finish, resolve_rules
+from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
 from ..engine.facts import Facts
 from ..engine.interpreter import Decided, Input, Pass, evaluate, not_run, ran, run_pass, skipped, step_boundary
 from ..formats import Format
@@ -55,7 +55,7 @@ class Compactor:
         """Compact ``messages`` (in ``format``, else the Compactor's, else detected)."""
         name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
-        with self._lock:
+        with self._lock, collector_paused():
             for index, ruleset in enumerate(self.rulesets):
                 try:
                     done = self._pass(index, current, ruleset, fmt) if self.reuse else run_pass(current, ruleset, fmt)

@@ -39,15 +39,16 @@ class Settling:
             return False
         if self.in_tail and facts.in_tail(item):
             return False
-        return all(facts.ages(*key)[item] >= saturation for key, saturation in self.ages)
+        for key, saturation in self.ages:
+            if facts.ages(*key)[item] < saturation:
+                return False
+        return True
 
     def cut(self, facts: Facts) -> int:
         """How many leading messages of the facts hold only settled items (a span is kept whole)."""
-        scan = facts.scan
-        for i in range(len(scan)):
+        for i in range(len(facts.scan)):
             if not self.final(facts, i):
-                span = scan.span[i]
-                return scan.span_starts[span] if span is not None else scan.msg[i]
+                return facts.scan.span_start(i)
         return len(facts.messages)
 
 
@@ -195,8 +196,7 @@ class Settled:
         scan = facts.scan
         done = next((i for i in range(len(scan)) if scan.msg[i] >= cut), len(scan))
         offset, items = self.start, self.items
-        starts = [offset + (scan.span_starts[scan.span[i]] if scan.span[i] is not None else scan.msg[i])
-                  for i in range(done)]
+        starts = [offset + scan.span_start(i) for i in range(done)]
         for key in settling.superseded:
             table = store.latest.setdefault(key, {})
             repeated = facts.superseded(key)

@@ -17,32 +17,31 @@ def compile_placeholder(options, ctx, path) -> Action:
     owner: list = [None]  # the rule set ``chosen`` was filled for
 
     def choose(facts, name):
-        if owner[0] is not facts.ruleset:
-            chosen.clear()
-            owner[0] = facts.ruleset
-        found = chosen.get(name)
-        if found is None:
-            spec = facts.tool_spec(name)
-            template = explicit or (spec.placeholder if spec and spec.placeholder else facts.ruleset.placeholder)
-            fixed = template.render({"tool_name": name or "unknown"}) if set(template.variables) <= {"tool_name"} \
-                else None
-            found = chosen[name] = (spec, template, fixed)
+        spec = facts.tool_spec(name)
+        template = explicit or (spec.placeholder if spec and spec.placeholder else facts.ruleset.placeholder)
+        fixed = template.render({"tool_name": name or "unknown"}) if set(template.variables) <= {"tool_name"} else None
+        found = chosen[name] = (spec, template, fixed)
         return found
 
     def placeholders(items, ed) -> dict[int, str]:
         """Each item's content replaced; the notes for the report, by item."""
         facts = ed.facts
-        is_turn, names, call_ids, estimate = facts.scan.is_turn, facts.tool_names, facts.scan.call_id, facts.estimate
-        text_at, set_text_at = ed.result_text_at, ed.set_result_text_at
+        if owner[0] is not facts.ruleset:
+            chosen.clear()
+            owner[0] = facts.ruleset
+        scan = facts.scan
+        is_turn, names, call_ids, estimate = scan.is_turn, facts.tool_names, scan.call_id, facts.estimate
+        text_at, set_text_at, out, inputs, msg = ed.result_text_at, ed.set_result_text_at, ed.out, facts.messages, scan.msg
         notes = {}
-        for index in items:
+        for index, current in zip(items, facts.texts_of(items)):
             if is_turn[index]:
                 notes[index] = "placeholder applies to tool results only"
                 continue
             ed.item = index
             name = names[index]
-            spec, template, fixed = choose(facts, name)
-            current = text_at(index)
+            spec, template, fixed = chosen.get(name) or choose(facts, name)
+            if out[msg[index]] is not inputs[msg[index]]:  # an earlier action edited its message
+                current = text_at(index)
             values = None
             if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
                 values = Variables(current, name, call_ids[index], estimate)

@@ -22,17 +22,12 @@ def compile_tool(value, ctx, path):
         return found
 
     def select(items, facts):
-        is_turn, names, call_names = facts.scan.is_turn, facts.tool_names, None
-        out = []
-        for i in items:
-            if is_turn[i]:
-                if call_names is None:
-                    call_names = facts.call_names
-                if any(hit(n) for n in call_names[i]):
-                    out.append(i)
-            elif hit(names[i]):
-                out.append(i)
-        return out
+        is_turn, names = facts.scan.is_turn, facts.tool_names
+        matched = {name: hit(name) for name in {names[i] for i in items}}  # each name once
+        if not any(is_turn[i] for i in items):
+            return [i for i in items if matched[names[i]]]
+        call_names = facts.call_names
+        return [i for i in items if (any(hit(n) for n in call_names[i]) if is_turn[i] else matched[names[i]])]
 
     return Matcher(select, KIND, cost=2)
 
