@@ -7,11 +7,10 @@ from typing import Any
 import yaml
 
 from .errors import Problem
+from .limits import MAX_ALIAS_NODES, MAX_DEPTH
 
 __all__ = ["load_yaml", "join_path", "locate", "Marks"]
 
-MAX_NODES = 100_000
-MAX_DEPTH = 100
 MAP_TAG = "tag:yaml.org,2002:map"
 SEQ_TAG = "tag:yaml.org,2002:seq"
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -44,16 +43,20 @@ class _Builder:
         self.marks: Marks = {}
         self.key_marks: Marks = {}
         self.problems: list[Problem] = []
-        self.nodes = 0
+        self.built: set[int] = set()  # the nodes built once; building one again expands an alias
+        self.repeated = 0
 
     def problem(self, node: yaml.Node, message: str, path: str) -> None:
         mark = node.start_mark
         self.problems.append(Problem(self.file, mark.line + 1, mark.column + 1, message, path))
 
     def build(self, node: yaml.Node, path: str, depth: int = 0) -> Any:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise _TooBig(f"the document expands to more than {MAX_NODES} nodes (too many aliases?)")
+        if id(node) in self.built:
+            self.repeated += 1
+            if self.repeated > MAX_ALIAS_NODES:
+                raise _TooBig(f"aliases expand the document by more than {MAX_ALIAS_NODES} nodes")
+        else:
+            self.built.add(id(node))
         if depth > MAX_DEPTH:
             raise _TooBig(f"the document nests deeper than {MAX_DEPTH} levels", node)
         self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
