@@ -12,7 +12,7 @@ import threading
 from typing import Sequence
 
 from . import __version__
-from .documents import dump_json, dump_json_line, read_conversations_from, write_atomic
+from .documents import SURROGATES, dump_json, dump_json_line, read_conversations_from, write_atomic
 from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
@@ -451,13 +451,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _escape_surrogates() -> dict:
-    """Print a lone surrogate (in a tool name, say) as ``\\udXXX`` instead of failing; returns
-    each stream's previous error handler, for ``_restore``."""
+    """Write a lone surrogate (in JSON output or a tool name) as ``\\udXXX`` instead of failing;
+    returns each stream's previous error handler, for ``_restore``."""
     before = {}
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             before[stream] = stream.errors
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors=SURROGATES)
     return before
 
 

@@ -37,6 +37,11 @@ def _read_bytes(source: str) -> bytes:
     return data
 
 
+#: How text is encoded when written: UTF-8, a lone surrogate as its ``\\udXXX`` escape, which is
+#: what it was read from in a JSON string (see jsontext.dumps).
+SURROGATES = "backslashreplace"
+
+
 def read_conversations_from(source: str) -> list[Conversation]:
     """Every conversation in a file, or ``-`` for stdin: message lists, request bodies and the
     agent logs :mod:`rules_compact.readers` knows, converted to API message lists."""
@@ -44,7 +49,7 @@ def read_conversations_from(source: str) -> list[Conversation]:
 
 
 def dump_json(data: Any) -> str:
-    """Indented JSON text and a newline; valid JSON whatever the strings hold (see jsontext)."""
+    """Indented JSON text and a newline (write it with ``errors=SURROGATES``)."""
     return jsontext.dumps(data) + "\n"
 
 
@@ -75,7 +80,7 @@ def write_atomic(path: str, text: str) -> None:
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=SURROGATES) as fh:
             fh.write(text)
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
@@ -89,7 +94,7 @@ def write_atomic(path: str, text: str) -> None:
 
 def _write_stream(path: str, text: str) -> None:
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", errors=SURROGATES) as fh:
             fh.write(text)
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None

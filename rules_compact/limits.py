@@ -23,7 +23,7 @@ MAX_TEMPLATE_CHARS = 2_000
 MAX_FORMAT_WIDTH = 100
 #: ``where`` and ``key`` JMESPath expressions: their length, and how deeply they nest.
 MAX_JMESPATH_CHARS = 1_000
-MAX_JMESPATH_DEPTH = 30
+MAX_JMESPATH_DEPTH = 100  # each level is two Python frames when evaluated
 
 _UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
 _HIGHEST = 1024 ** 4  # 1 TiB: no input or rule file can usefully be larger

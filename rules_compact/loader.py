@@ -21,6 +21,7 @@ from .yamlsource import Marks, join_path, load_yaml, locate
 
 __all__ = ["load_rules", "parse_rules", "check_rules"]
 
+
 def load_rules(source: str | os.PathLike) -> RuleSet:
     """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text; raises ConfigError."""
     text, file = read_source(source)

@@ -140,7 +140,7 @@ CASES = [
  ("where-800-parentheses", {"in.json": GOOD, "r.yaml": R.replace("{role: tool}", "{where: '" + "(" * 800 + "a" + ")" * 800 + "'}")}, ["validate", "r.yaml"],
   1, 'r.yaml:5:20: expected at most 1000 characters, got 1601 (at rules[0].match.where)'),
  ("where-nests-too-deeply", {"r.yaml": R.replace("{role: tool}", "{where: '" + "!" * 600 + "a'}")}, ["validate", "r.yaml"],
-  1, 'r.yaml:5:20: JMESPath expression nests deeper than 30 levels (at rules[0].match.where)'),
+  1, 'r.yaml:5:20: JMESPath expression nests deeper than 100 levels (at rules[0].match.where)'),
  ("superseded-key-too-long", {"r.yaml": R.replace("{role: tool}", "{superseded: {key: '" + "a." * 600 + "a'}}")}, ["validate", "r.yaml"],
   1, 'r.yaml:5:31: expected at most 1000 characters, got 1201 (at rules[0].match.superseded.key)'),
  ("template-nested-field", {"in.json": GOOD, "r.yaml": R.replace("action: placeholder", "action: {placeholder: '{tool_name:>{chars}}'}")}, ["apply", "in.json", "-r", "r.yaml"],
@@ -466,6 +466,8 @@ API_CASES = [
   "rules must be a path, 'default', 'preset:NAME' or rule-file text, got None"),
  ("load-rules-nul-in-path", lambda: load_rules("a\0b.yaml"), InputError,
   "a\0b.yaml: cannot read rule file: embedded null byte"),
+ ("parse-rules-lone-surrogate", lambda: parse_rules('version: 1\nname: "a\ud800"\nrules: []\n'), ConfigError,
+  "<string>:2:9: YAML error: character 0xd800 is not allowed in YAML text"),
  ("parse-rules-bytes", lambda: parse_rules(b"version: 1\n"), InputError,
   "parse_rules takes the rule file's text as a str, got bytes b'version: 1\\n'; decode it, or pass its path to "
   "load_rules"),
@@ -486,3 +488,18 @@ def test_api_raises_documented_errors(call, error, message):
     with pytest.raises(error) as info:
         call()
     assert str(info.value) == message
+
+
+def test_limits_are_read_when_used_and_take_a_suffix(tmp_path, monkeypatch, capsys):
+    """``RULES_COMPACT_MAX_INPUT_BYTES=512M rules-compact --version`` once ended in a traceback."""
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "512M")
+    assert run(["--version"], tmp_path, monkeypatch, capsys)[:2] == (0, "rules-compact 0.1.0\n")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "abc")  # not read: --version needs no input
+    assert run(["--version"], tmp_path, monkeypatch, capsys)[0] == 0
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "2k")
+    code, _, err = run(["apply", "in.json"], tmp_path, monkeypatch, capsys)
+    assert (code, err) == (2, "rules-compact: error: in.json: input is over the limit of 2048 bytes "
+                              "(RULES_COMPACT_MAX_INPUT_BYTES)\n")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", " 3K ")
+    assert run(["apply", "in.json"], tmp_path, monkeypatch, capsys)[0] == 0
