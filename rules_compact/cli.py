@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import signal
 import sys
+import threading
 from typing import Sequence
 
 from . import __version__
-from .documents import dump_json, read_conversations_from, write_atomic
+from .documents import SURROGATES, dump_json, dump_json_line, read_conversations_from, write_atomic
 from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
@@ -54,6 +57,8 @@ def cmd_apply(args) -> int:
         raise InputError(f"{args.output}: OUTPUT is the INPUT file; pass --in-place to overwrite it")
     if args.report and args.input != "-" and _same_file(args.report, args.input):
         raise InputError(f"{args.report}: REPORT is the INPUT file")
+    if args.report and args.output and _same_file(args.report, args.output):
+        raise InputError(f"{args.report}: REPORT is the OUTPUT file; give them different names")
     rulesets = _rules(args)
     read = _read(args.input, args.format)
     convs = [c for c, _ in read]
@@ -99,11 +104,10 @@ def _output(convs: list[Conversation], results: list) -> str:
     message list; a file of several conversations, one conversation per line (JSONL).
     """
     if len(convs) == 1 and convs[0].one_per_line:
-        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in results[0].messages)
+        return "".join(dump_json_line(m) for m in results[0].messages)
     if len(convs) == 1:
         return dump_json(convs[0].with_messages(results[0].messages))
-    return "".join(json.dumps(c.with_messages(r.messages), ensure_ascii=False) + "\n"
-                   for c, r in zip(convs, results))
+    return "".join(dump_json_line(c.with_messages(r.messages)) for c, r in zip(convs, results))
 
 
 def _read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
@@ -440,10 +444,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that a write in progress removes its temp file."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    errors = _escape_surrogates()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -451,7 +468,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RulesCompactError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (| head): not an error
+        _drop_stdout()
         return 0
+    except OSError as exc:
+        if exc.filename is not None:  # files are reported as InputError; this is unexpected
+            raise
+        _drop_stdout()  # stdout failed (a full disk): the output is incomplete
+        print(f"{PROG}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 128 + signal.SIGTERM
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        _restore(errors)
+
+
+def _escape_surrogates() -> dict:
+    """Write a lone surrogate (in JSON output or a tool name) as ``\\udXXX`` instead of failing;
+    returns each stream's previous error handler, for ``_restore``."""
+    before = {}
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            before[stream] = stream.errors
+            stream.reconfigure(errors=SURROGATES)
+    return before
+
+
+def _restore(errors: dict) -> None:
+    for stream, handler in errors.items():
+        try:
+            stream.reconfigure(errors=handler)
+        except (OSError, ValueError):  # it flushes first: a failing or closed stream
+            pass
+
+
+def _drop_stdout() -> None:
+    """Send what is still buffered for stdout to /dev/null, so that exiting does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's capture)
+        pass

@@ -64,7 +64,7 @@ class Compactor:
         if not held:
             done = run_pass(messages, ruleset, fmt)
         else:
-            sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset)
+            sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset, memo.boundary)
             boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
             budget_moved = ruleset.budget.stop_at_tokens is not None and sizes.total_tokens != memo.total
             if boundary == memo.boundary and not budget_moved:

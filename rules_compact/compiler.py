@@ -10,6 +10,7 @@ import jmespath.exceptions
 
 from .actions import BUILTIN_ACTIONS, Action, ActionKind
 from .errors import Problem
+from .limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
 from .estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from .matchers import BUILTIN_MATCHERS, MatcherKind
 from .regexes import RegexError, compile_regex
@@ -56,8 +57,6 @@ class CompileContext:
             if kind is None:  # only reachable when a plugin kind vanished after validation
                 self.problem(join_path(path, key), f"unknown matcher {key!r}; allowed: {', '.join(sorted(self.matchers))}")
                 continue
-            if key in ("size", "age") and not any(b in options for b in ("gt", "gte", "lt", "lte")):
-                self.problem(join_path(path, key), f"{key} needs at least one of gt, gte, lt, lte")
             self.kinds_used[id(kind)] = kind
             preds.append(kind.compile(options, self, join_path(path, key)))
         return reduce(_both, preds) if preds else (lambda item, view: True)
@@ -76,12 +75,23 @@ class CompileContext:
             return None
 
     def jmespath(self, expression: str, path: str):
+        """A compiled JMESPath expression of bounded size and depth, or None after reporting why not."""
+        if len(expression) > MAX_JMESPATH_CHARS:
+            self.problem(path, f"JMESPath expression of {len(expression)} characters; at most "
+                         f"{MAX_JMESPATH_CHARS} are allowed")
+            return None
         try:
-            return jmespath.compile(expression)
+            compiled = jmespath.compile(expression)
         except jmespath.exceptions.JMESPathError as exc:
             reason = str(exc).splitlines()[0].removesuffix(", for expression:").rstrip(":")
             self.problem(path, f"invalid JMESPath expression {expression!r}: {reason}")
             return None
+        except RecursionError:
+            compiled = None
+        if compiled is None or _depth(compiled.parsed) > MAX_JMESPATH_DEPTH:
+            self.problem(path, f"JMESPath expression nests deeper than {MAX_JMESPATH_DEPTH} levels")
+            return None
+        return compiled
 
     def template(self, text: str, path: str, extra: tuple[str, ...] = ()) -> Template | None:
         try:
@@ -95,6 +105,16 @@ class CompileContext:
     def recognise(self, test: Callable[[str], bool]) -> None:
         """Register a test for an action's output so that ``compacted`` recognises it."""
         self.patterns.append(test)
+
+
+def _depth(node: dict) -> int:
+    """How deeply a parsed JMESPath expression nests."""
+    deepest, level = 0, [(node, 1)]
+    while level:
+        node, depth = level.pop()
+        deepest = max(deepest, depth)
+        level += [(child, depth + 1) for child in node.get("children", ()) if isinstance(child, dict)]
+    return deepest
 
 
 def _mentions(spec: Any, key: str) -> bool:

@@ -7,9 +7,10 @@ new message dict that shares the untouched parts of the old one.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple
+
+from .jsontext import dumps_data
 
 __all__ = ["Item", "Scan", "Format", "FORMATS", "detect_format"]
 
@@ -82,7 +83,7 @@ def replace_content(content: Any, text: str) -> Any:
 
 
 def dumps_args(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value if isinstance(value, str) else dumps_data(value)
 
 
 KeepText = Callable[[str], bool]

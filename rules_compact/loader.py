@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,15 +12,14 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
-from .errors import ConfigError, InputError, Problem, kind_of
+from .errors import ConfigError, InputError, Problem, kind_of, type_name
+from .limits import max_rules_bytes
 from .model import RuleSet
 from .plugins import extended_schema, registry
 from .resources import bundled_rules, preset_names, rule_schema
 from .yamlsource import Marks, join_path, load_yaml, locate
 
-__all__ = ["load_rules", "parse_rules", "check_rules", "MAX_RULES_BYTES"]
-
-MAX_RULES_BYTES = int(os.environ.get("RULES_COMPACT_MAX_RULES_BYTES", 1024 * 1024))
+__all__ = ["load_rules", "parse_rules", "check_rules"]
 
 
 def load_rules(source: str | os.PathLike) -> RuleSet:
@@ -29,6 +29,8 @@ def load_rules(source: str | os.PathLike) -> RuleSet:
 
 
 def read_source(source: str | os.PathLike) -> tuple[str, str]:
+    if not isinstance(source, (str, os.PathLike)):
+        raise InputError(f"rules must be a path, 'default', 'preset:NAME' or rule-file text, got {type_name(source)}")
     if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
         return source, "<string>"
     path = bundled_rules(source) if isinstance(source, str) else None
@@ -36,20 +38,26 @@ def read_source(source: str | os.PathLike) -> tuple[str, str]:
         raise InputError(f"{source}: no such preset; available: default, "
                          + ", ".join(f"preset:{n}" for n in preset_names()))
     path = Path(path or source)
+    limit = max_rules_bytes()
     try:
-        size = path.stat().st_size
         if path.is_dir():
             raise InputError(f"{path}: is a directory, not a rule file")
-        if size > MAX_RULES_BYTES:
-            raise ConfigError([Problem(str(path), 1, 1, f"rule file is {size} bytes, over the limit of "
-                                       f"{MAX_RULES_BYTES} (RULES_COMPACT_MAX_RULES_BYTES)")])
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read rule file: {exc.strerror or exc}") from None
+        with open(path, "rb") as fh:  # at most limit + 1 bytes: /dev/zero has no size to check first
+            data = fh.read(limit + 1)
+            size = os.fstat(fh.fileno()).st_size
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise InputError(f"{path}: cannot read rule file: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > limit:
+        what = f"is {size} bytes, over the limit of {limit}" if size > limit else f"is over the limit of {limit} bytes"
+        raise ConfigError([Problem(str(path), 1, 1, f"rule file {what} (RULES_COMPACT_MAX_RULES_BYTES)")])
+    return _decoded(data, str(path)), str(path)
+
+
+def _decoded(data: bytes, file: str) -> str:
     try:
-        return data.decode("utf-8"), str(path)
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError([Problem(str(path), 1, 1, f"not UTF-8 text (bad byte at offset {exc.start})")]) from None
+        raise ConfigError([Problem(file, 1, 1, f"not UTF-8 text (bad byte at offset {exc.start})")]) from None
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,10 @@ class Layer:
 
 def parse_rules(text: str, file: str = "<string>") -> RuleSet:
     """Parse, validate and compile rule-file text (and the files it extends)."""
+    if not isinstance(text, str) or not isinstance(file, str):
+        wrong = ("text", text) if not isinstance(text, str) else ("file", file)
+        raise InputError(f"parse_rules takes the rule file's {wrong[0]} as a str, got {type_name(wrong[1])}"
+                         + ("; decode it, or pass its path to load_rules" if isinstance(text, bytes) else ""))
     reg = registry()
     layers = _chain(text, file, reg, ())
     child = layers[-1]
@@ -75,8 +87,10 @@ def parse_rules(text: str, file: str = "<string>") -> RuleSet:
 
 
 def _layer(text: str, file: str, reg) -> Layer:
-    if len(text.encode("utf-8")) > MAX_RULES_BYTES:
-        raise ConfigError([Problem(file, 1, 1, f"rule file is over the limit of {MAX_RULES_BYTES} bytes")])
+    limit = max_rules_bytes()
+    if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise ConfigError([Problem(file, 1, 1, f"rule file is over the limit of {limit} bytes "
+                                   "(RULES_COMPACT_MAX_RULES_BYTES)")])
     data, marks, key_marks, problems = load_yaml(text, file)
     if problems:
         raise ConfigError(problems)
@@ -122,36 +136,42 @@ def merge_layers(layers: list[Layer]) -> tuple[dict, list[tuple[dict, CompileCon
             if key in ("rules", "extends", "remove_rules"):
                 continue
             data[key] = {**data.get(key, {}), **value} if key in MERGED_KEY_BY_KEY else value
-        names = [raw["name"] for raw, _, _ in entries]
+        inherited = [raw["name"] for raw, _, _ in entries]
+        removed = set(layer.data.get("remove_rules", []))
         for i, name in enumerate(layer.data.get("remove_rules", [])):
-            if name not in names:
+            if name not in inherited:
                 layer.ctx.problem(f"remove_rules[{i}]", f"no inherited rule named {name!r}; inherited: "
-                                  + (", ".join(names) or "none"))
-        entries = [e for e in entries if e[0]["name"] not in layer.data.get("remove_rules", [])]
+                                  + (", ".join(inherited) or "none"))
+        entries = [e for e in entries if e[0]["name"] not in removed]
+        names = [raw["name"] for raw, _, _ in entries]  # kept in step with entries
+        present = Counter(names)
         own: set[str] = set()
         for i, raw in enumerate(layer.data.get("rules", [])):
-            entry = (raw, layer.ctx, f"rules[{i}]")
-            if raw["name"] in own:  # still compiled, so that all its problems are reported
-                layer.ctx.problem(f"rules[{i}].name", f"duplicate rule name {raw['name']!r}")
-                entries.append(entry)
-                continue
-            own.add(raw["name"])
-            names = [r["name"] for r, _, _ in entries]
+            entry, name = (raw, layer.ctx, f"rules[{i}]"), raw["name"]
             anchor = raw.get("before") or raw.get("after")
-            if raw["name"] in names and anchor is None:
-                entries[names.index(raw["name"])] = entry
+            if name in own:  # still compiled, so that all its problems are reported
+                layer.ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
+                anchor = None
+            elif name in present and anchor is None:
+                entries[names.index(name)] = entry
+                own.add(name)
                 continue
-            if raw["name"] in names:
-                del entries[names.index(raw["name"])]
-                names.remove(raw["name"])
-            if anchor is None:
-                entries.append(entry)
-            elif anchor not in names:
+            elif name in present:
+                at = names.index(name)
+                del entries[at], names[at]
+                present[name] -= 1
+                if not present[name]:
+                    del present[name]
+            own.add(name)
+            if anchor is not None and anchor not in present:
                 where = "before" if "before" in raw else "after"
                 layer.ctx.problem(f"rules[{i}].{where}", f"no inherited rule named {anchor!r}; inherited: "
                                   + (", ".join(names) or "none"))
-            else:
-                entries.insert(names.index(anchor) + (1 if "after" in raw else 0), entry)
+                continue
+            at = len(entries) if anchor is None else names.index(anchor) + (1 if "after" in raw else 0)
+            entries.insert(at, entry)
+            names.insert(at, name)
+            present[name] += 1
     return data, entries
 
 
@@ -166,7 +186,7 @@ def check_rules(source: str | os.PathLike) -> list[Problem]:
 
 def _pick(error: ValidationError) -> ValidationError:
     """Descend into anyOf/oneOf to the branch error that says most."""
-    while error.context:
+    while error.context and not _one_of_keys(error):
         depth = len(error.absolute_path)
         pool = [e for e in error.context
                 if not (e.validator in ("type", "enum", "const") and len(e.absolute_path) == depth)]
@@ -174,9 +194,26 @@ def _pick(error: ValidationError) -> ValidationError:
     return error
 
 
+def _one_of_keys(error: ValidationError) -> list[str]:
+    """The keys of an ``anyOf`` whose branches each require one key (at least one of them), else []."""
+    branches = error.validator_value if error.validator == "anyOf" else []
+    if not branches or any(set(b) != {"required"} or len(b["required"]) != 1 for b in branches):
+        return []
+    return [b["required"][0] for b in branches]
+
+
 def _describe(error: ValidationError) -> tuple[str, str | None]:
     """A message saying what was expected and what was found, and an offending key, if any."""
     inst, kind = error.instance, error.validator
+    if _one_of_keys(error):
+        name = error.absolute_path[-1] if error.absolute_path else "this mapping"
+        return f"{name} needs at least one of {', '.join(_one_of_keys(error))}", None
+    schema_path = list(error.relative_schema_path)
+    if "dependentSchemas" in schema_path and kind == "enum" and error.absolute_path:
+        needer, allowed = schema_path[schema_path.index("dependentSchemas") + 1], error.validator_value
+        field = error.absolute_path[-1]
+        return (f"{needer!r} needs {field} {', '.join(allowed[:-1])} or {allowed[-1]}, not {inst!r}",
+                f"../{needer}")
     if kind == "additionalProperties" and isinstance(inst, dict):
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(str(k) for k in inst if k not in allowed)
@@ -203,6 +240,8 @@ def _describe(error: ValidationError) -> tuple[str, str | None]:
         return f"expected at least {error.validator_value} item(s), got {len(inst)}", None
     if kind == "minLength":
         return "expected a non-empty string", None
+    if kind == "maxLength":
+        return f"expected at most {error.validator_value} characters, got {len(inst)}", None
     return error.message, None
 
 
@@ -220,7 +259,10 @@ def schema_problems(data: Any, file: str, marks: Marks, key_marks: Marks, schema
                             for k in error.validator_value if k not in error.instance)
             continue
         message, key = _describe(error)
-        if key is not None:
+        if key is not None and key.startswith("../"):  # a sibling of the value: the key that needs it
+            path = join_path(path[:max(path.rfind("."), path.rfind("["), 0)], key[3:])
+            line, col = locate(marks, path)
+        elif key is not None:
             path = join_path(path, key)
             line, col = key_marks.get(path) or locate(marks, path)
         else:

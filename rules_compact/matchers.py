@@ -108,10 +108,7 @@ def _size(options, ctx, path):
 
 def _age(options, ctx, path):
     unit = options["unit"]
-    among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None
-    if among is not None and unit not in ("tool_results", "spans", "tokens", "user_turns"):
-        ctx.problem(f"{path}.among", "'among' needs unit tool_results, spans, tokens or user_turns, "
-                    f"not {unit!r}")
+    among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None  # units: the schema
     include_self = options.get("include_self", False)
     check = compare(options)
     key = (unit, among, include_self)

@@ -380,8 +380,8 @@ _schemas: dict[tuple[int, int], tuple[dict, Registry, dict]] = {}
 
 
 def extended_schema(base: dict, reg: Registry) -> dict:
-    """The rule-file schema with every plugin matcher's and action's options schema added
-    (a kind with no schema accepts any options).  An action whose schema accepts null may
+    """The rule-file schema with every plugin matcher's and action's options schema and every
+    plugin estimator's name added (a kind with no schema accepts any options).  An action whose schema accepts null may
     also be written as a bare name.  Do not modify the result: it is shared."""
     key = (id(base), id(reg))
     hit = _schemas.get(key)
@@ -393,14 +393,17 @@ def extended_schema(base: dict, reg: Registry) -> dict:
                if n not in matcher_props}
     extra_a = {n: _fragment(k, reg.owners.get(("action", n))) for n, k in reg.actions.items()
                if n not in action_props}
+    estimator = base["properties"]["defaults"]["properties"]["estimator"]
+    extra_e = sorted(n for n in reg.estimators if n not in estimator["enum"])
     schema = base
-    if extra_m or extra_a:
+    if extra_m or extra_a or extra_e:
         schema = copy.deepcopy(base)
         schema["$defs"]["matcher"]["properties"].update(extra_m)
         action = schema["$defs"]["action"]["anyOf"]
         action[1]["properties"].update(extra_a)
         bare = [n for n, fragment in extra_a.items() if _accepts_null(fragment, schema)]
         action[0]["enum"] = action[0]["enum"] + [n for n in bare if n not in action[0]["enum"]]
+        schema["properties"]["defaults"]["properties"]["estimator"]["enum"] = estimator["enum"] + extra_e
     if len(_schemas) > 16:
         _schemas.clear()
     _schemas[key] = (base, reg, schema)

@@ -52,6 +52,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
 
+from . import jsontext
 from .errors import InputError
 from .formats import detect_format
 from .responses_format import RESPONSES, is_responses_input
@@ -133,7 +134,7 @@ def read_conversations(raw: bytes, name: str) -> list[Conversation]:
     """Parse ``raw`` (JSON or JSONL bytes) into conversations; ``name`` labels errors and results."""
     text = _decode(raw, name)
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         records = _jsonl_records(text, name) if exc.msg == "Extra data" else None
         if records is None:
@@ -164,7 +165,7 @@ def _jsonl_records(text: str, name: str) -> list[tuple[int, Any]] | None:
         if not line.strip():
             continue
         try:
-            records.append((lineno, json.loads(line)))
+            records.append((lineno, jsontext.loads(line)))
         except json.JSONDecodeError as exc:
             if not records:
                 return None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 from typing import Any
 
 from .estimators import utf8_len
+from .limits import MAX_FORMAT_WIDTH, MAX_TEMPLATE_CHARS
 from .regexes import compile_regex, escape
 
 __all__ = ["Template", "TemplateError", "RESULT_VARIABLES"]
@@ -30,6 +32,8 @@ class Template:
 
     @classmethod
     def compile(cls, text: str, allowed: tuple[str, ...]) -> Template:
+        if len(text) > MAX_TEMPLATE_CHARS:
+            raise TemplateError(f"template of {len(text)} characters; at most {MAX_TEMPLATE_CHARS} are allowed")
         regex, names = [], []
         try:
             parsed = list(string.Formatter().parse(text))
@@ -44,6 +48,7 @@ class Template:
                                     + ", ".join(f"{{{a}}}" for a in allowed))
             if conversion:
                 raise TemplateError(f"conversion !{conversion} is not supported in {text!r}")
+            _check_spec(field, spec, text)
             names.append(field)
             regex.append(".*?")
         template = cls(text, tuple(names), compile_regex("".join(regex), dot_all=True))
@@ -75,6 +80,23 @@ class Template:
     def matches_any(self, text: str) -> bool:
         """Whether ``text`` is an output of this template, whatever its variables."""
         return self.pattern.fullmatch(text) is not None
+
+
+# [[fill]align][sign][z][#][0][width][grouping][.precision][type], Python's format mini-language
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>[0-9]*)[,_]?(?:\.(?P<precision>[0-9]+))?[a-zA-Z%]?", re.DOTALL)
+
+
+def _check_spec(field: str, spec: str, text: str) -> None:
+    """A field's format spec: no nested ``{fields}``, width and precision at most MAX_FORMAT_WIDTH."""
+    if "{" in spec or "}" in spec:
+        raise TemplateError(f"{{{field}:{spec}}} in {text!r}: a format spec cannot hold a {{variable}}")
+    match = _SPEC.fullmatch(spec)
+    if match is None:
+        return  # rendering the sample reports it
+    for part in ("width", "precision"):
+        if match[part] and int(match[part]) > MAX_FORMAT_WIDTH:
+            raise TemplateError(f"{part} {int(match[part])} of {{{field}:{spec}}} in {text!r} is over the limit "
+                                f"of {MAX_FORMAT_WIDTH}")
 
 
 def result_variables(text: str, tool_name: str | None, tool_call_id: str | None, tokens: int) -> dict[str, Any]:

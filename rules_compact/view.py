@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import jmespath.exceptions
 
+from .errors import InputError
 from .formats import Format, Item
+from .jsontext import dumps_data
 
 if TYPE_CHECKING:
     from .model import RuleSet
@@ -36,11 +38,15 @@ class Sizes:
             object.__setattr__(self, "total_chars", sum(self.chars))
 
     @classmethod
-    def of(cls, messages: list, fmt: Format, ruleset: RuleSet) -> Sizes:
+    def of(cls, messages: list, fmt: Format, ruleset: RuleSet, offset: int = 0) -> Sizes:
+        """The sizes of ``messages``, the first of which is message ``offset`` (for errors)."""
         estimate, pieces_of, count = ruleset.estimator, fmt.message_pieces, fmt.result_count
         tokens, chars, results = [], [], []
         for i, msg in enumerate(messages):
-            pieces = list(pieces_of(msg))
+            try:
+                pieces = list(pieces_of(msg))
+            except InputError as exc:
+                raise InputError(f"message {i + offset}: {exc}") from None
             tokens.append(estimate.of_message(msg, pieces))
             chars.append(sum(map(len, pieces)))
             results.extend([i] * count(msg))
@@ -334,7 +340,11 @@ def signature(name: str | None, call: dict, key) -> tuple | None:
         raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")
         if isinstance(raw, str):  # the usual case: the same text, decoded once
             return _signature_of_text(name, raw, key)
-    return _signature_of(name, decode_args(call), key)
+    try:
+        return _signature_of(name, decode_args(call), key)
+    except InputError as exc:  # data a caller built in Python
+        cid = (call.get("id") or call.get("call_id")) if isinstance(call, dict) else None
+        raise InputError(f"tool call {cid!r} ({name}): its arguments are {exc}") from None
 
 
 @lru_cache(maxsize=8192)
@@ -350,7 +360,7 @@ def _signature_of(name: str | None, args: Any, key) -> tuple | None:
     value = args if key is None else _search(key, args)
     if value is None:
         return None
-    return (name, json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return (name, dumps_data(value, sort_keys=True))
 
 
 def _search(expression, data: Any) -> Any:
