@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import signal
 import sys
+import threading
 from typing import Sequence
 
 from . import __version__
-from .documents import dump_json, read_conversations_from, write_atomic
+from .documents import SURROGATES, dump_json, dump_json_line, read_conversations_from, write_atomic
 from .engine import compact
 from .errors import ConfigError, InputError, RulesCompactError
 from .formats import FORMATS
@@ -18,6 +21,7 @@ from .language.schema import extended_schema, rule_schema
 from .plugins.manager import PluginError, registry
 from .analysis import conversation_stats, decision_changes
 from .plot import plot_rounds
+from .readers import Conversation
 from .replay import Replay, parse_price, replay
 from .engine.report import PassReport, Report
 
@@ -53,19 +57,21 @@ def cmd_apply(args) -> int:
         raise InputError(f"{args.output}: OUTPUT is the INPUT file; pass --in-place to overwrite it")
     if args.report and args.input != "-" and _same_file(args.report, args.input):
         raise InputError(f"{args.report}: REPORT is the INPUT file")
+    if args.report and args.output and _same_file(args.report, args.output):
+        raise InputError(f"{args.report}: REPORT is the OUTPUT file; give them different names")
     rulesets = _rules(args)
-    convs = read_conversations_from(args.input)
-    if args.in_place and not (len(convs) == 1 and convs[0].source_format == "messages"):
-        what = f"an agent log ({convs[0].source_format})" if convs else "empty"
+    read = _read(args.input, args.format)
+    convs = [c for c, _ in read]
+    logs = [c for c in convs if c.source_format != "messages"]
+    if args.in_place and (logs or not convs):
+        what = f"an agent log ({logs[0].source_format})" if logs else "empty"
         raise InputError(f"{args.input}: is {what}; --in-place would rewrite it in another shape; "
                          "write the result with -o")
-    results = [compact(c.messages, rulesets, format=args.format or c.format) for c in convs]
+    results = [compact(c.messages, rulesets, format=fmt) for c, fmt in read]
+    text = _output(convs, results)
     if len(convs) == 1:
-        text = dump_json(convs[0].with_messages(results[0].messages))
         report = results[0].report.to_dict()
-    else:  # one conversation per line (JSONL)
-        text = "".join(json.dumps(c.with_messages(r.messages), ensure_ascii=False) + "\n"
-                       for c, r in zip(convs, results))
+    else:
         report = {"conversations": [{"name": c.name, **r.report.to_dict()} for c, r in zip(convs, results)]}
     if args.report:
         write_atomic(args.report, dump_json(report))
@@ -88,6 +94,41 @@ def cmd_apply(args) -> int:
                 print(f"{PROG}: warning: {prefix}still over budget: {tokens:,} estimated tokens > {limit:,} "
                       f"(over_budget_tokens of {ruleset!r})", file=sys.stderr)
     return 0
+
+
+def _output(convs: list[Conversation], results: list) -> str:
+    """What ``apply`` writes: each conversation in its input's shape (README, "Command line").
+
+    A message list or request body comes back as one (the body with only its messages or
+    ``input`` changed); a file of one message per line, one message per line; a log, its API
+    message list; a file of several conversations, one conversation per line (JSONL).
+    """
+    if len(convs) == 1 and convs[0].one_per_line:
+        return "".join(dump_json_line(m) for m in results[0].messages)
+    if len(convs) == 1:
+        return dump_json(convs[0].with_messages(results[0].messages))
+    return "".join(dump_json_line(c.with_messages(r.messages)) for c, r in zip(convs, results))
+
+
+def _read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
+    """Each conversation of a file with the format its rules see: ``--format``, else the detected one.
+
+    A forced format that finds fewer items (tool results and assistant turns) than the
+    detected one, none at all for instance, gets a warning saying which format the content
+    looks like.
+    """
+    read = []
+    for conv in read_conversations_from(path):
+        fmt = forced or conv.format
+        if fmt != conv.format and conv.messages:
+            found = len(FORMATS[fmt].items(conv.messages))
+            detected = len(FORMATS[conv.format].items(conv.messages))
+            if found < detected:
+                what = f"finds only {found} of the {detected}" if found else f"finds none of the {detected}"
+                print(f"{PROG}: warning: {conv.name}: --format {fmt} {what} tool results and assistant turns; "
+                      f"the content looks like {conv.format} (--format {conv.format})", file=sys.stderr)
+        read.append((conv, fmt))
+    return read
 
 
 def summary(report: Report) -> str:
@@ -146,8 +187,8 @@ def explain_pass(p: PassReport) -> list[str]:
 def cmd_explain(args) -> int:
     rulesets = _rules(args)
     out: list[str] = []
-    for conv in read_conversations_from(args.input):
-        result = compact(conv.messages, rulesets, format=args.format or conv.format)
+    for conv, fmt in _read(args.input, args.format):
+        result = compact(conv.messages, rulesets, format=fmt)
         origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
         out += ([""] if out else []) + [
             f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}"]
@@ -188,8 +229,7 @@ def cmd_tools(args) -> int:
 
 def cmd_audit(args) -> int:
     ruleset = _rules(args)[-1]
-    items = [item for conv in read_conversations_from(args.input)
-             for item in FORMATS[args.format or conv.format].items(conv.messages)]
+    items = [item for conv, fmt in _read(args.input, args.format) for item in FORMATS[fmt].items(conv.messages)]
     stats: dict[str, list[int]] = {}
     for item in items:
         names = item.call_names if item.kind == "assistant" else (item.tool_name or "(orphan)",)
@@ -223,7 +263,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _conversations(path: str, fmt: str | None) -> list[tuple[str, list, str]]:
     """``(name, messages, format)`` for each conversation in a file."""
-    return [(c.name, c.messages, fmt or c.format) for c in read_conversations_from(path)]
+    return [(c.name, c.messages, f) for c, f in _read(path, fmt)]
 
 
 def _progress(done: int, total: int, name: str) -> None:
@@ -348,8 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("apply", help="compact a conversation and write it out")
     p.add_argument("input", metavar="INPUT",
-                   help="conversation JSON file or agent log (Claude Code, SWE-agent, mini-swe-agent, tau-bench, "
-                        "tau2, OpenHands), or - for stdin")
+                   help="conversation JSON/JSONL file (messages, request body, Responses items or body) or "
+                        "agent log (Claude Code, Codex, SWE-agent, mini-swe-agent, tau-bench, tau2, OpenHands), "
+                        "or - for stdin")
     rules_option(p)
     p.add_argument("-o", "--output", metavar="OUTPUT", help="write here instead of stdout")
     p.add_argument("--in-place", action="store_true", help="overwrite INPUT (atomically)")
@@ -403,10 +444,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that a write in progress removes its temp file."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    errors = _escape_surrogates()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -414,7 +468,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RulesCompactError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (| head): not an error
+        _drop_stdout()
         return 0
+    except OSError as exc:
+        if exc.filename is not None:  # files are reported as InputError; this is unexpected
+            raise
+        _drop_stdout()  # stdout failed (a full disk): the output is incomplete
+        print(f"{PROG}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 128 + signal.SIGTERM
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        _restore(errors)
+
+
+def _escape_surrogates() -> dict:
+    """Write a lone surrogate (in JSON output or a tool name) as ``\\udXXX`` instead of failing;
+    returns each stream's previous error handler, for ``_restore``."""
+    before = {}
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            before[stream] = stream.errors
+            stream.reconfigure(errors=SURROGATES)
+    return before
+
+
+def _restore(errors: dict) -> None:
+    for stream, handler in errors.items():
+        try:
+            stream.reconfigure(errors=handler)
+        except (OSError, ValueError):  # it flushes first: a failing or closed stream
+            pass
+
+
+def _drop_stdout() -> None:
+    """Send what is still buffered for stdout to /dev/null, so that exiting does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's capture)
+        pass

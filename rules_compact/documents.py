@@ -2,37 +2,44 @@
 
 from __future__ import annotations
 
-import json
 import os
+import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import jsontext
 from .errors import InputError
+from .limits import max_input_bytes
 from .readers import Conversation, read_conversations
 
-__all__ = ["read_conversations_from", "dump_json", "write_atomic", "MAX_INPUT_BYTES"]
-
-MAX_INPUT_BYTES = int(os.environ.get("RULES_COMPACT_MAX_INPUT_BYTES", 256 * 1024 * 1024))
+__all__ = ["read_conversations_from", "dump_json", "dump_json_line", "write_atomic"]
 
 
 def _read_bytes(source: str) -> bytes:
+    limit = max_input_bytes()
     if source == "-":
-        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        data = sys.stdin.buffer.read(limit + 1)
     else:
         path = Path(source)
         try:
             if path.is_dir():
                 raise InputError(f"{source}: is a directory, not a conversation file")
             with open(path, "rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES + 1)
+                data = fh.read(limit + 1)
         except OSError as exc:
             raise InputError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError(f"{source}: input is over the limit of {MAX_INPUT_BYTES} bytes "
+    if len(data) > limit:
+        raise InputError(f"{source}: input is over the limit of {limit} bytes "
                          "(RULES_COMPACT_MAX_INPUT_BYTES)")
     return data
+
+
+#: How text is encoded when written: UTF-8, a lone surrogate as its ``\\udXXX`` escape, which is
+#: what it was read from in a JSON string (see jsontext.dumps).
+SURROGATES = "backslashreplace"
 
 
 def read_conversations_from(source: str) -> list[Conversation]:
@@ -42,18 +49,38 @@ def read_conversations_from(source: str) -> list[Conversation]:
 
 
 def dump_json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    """Indented JSON text and a newline (write it with ``errors=SURROGATES``)."""
+    return jsontext.dumps(data) + "\n"
+
+
+def dump_json_line(data: Any) -> str:
+    """One JSONL line."""
+    return jsontext.dumps(data, indent=None) + "\n"
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Write via a temp file in the same folder and rename, so failure leaves no partial file."""
-    target = Path(path)
+    """Write ``text`` to ``path`` so that a failure, an interrupt or SIGTERM leaves no partial file.
+
+    A regular file (or a new one) is written to ``.NAME.PID.XXXXXXXX.tmp`` in its folder and
+    renamed over it; one left by a killed run is removed by the next write of NAME once process
+    PID has ended. A symlink is followed: its target is replaced and the link stays. A device or
+    a pipe (``/dev/null``, ``/dev/stdout``, a FIFO) is written to directly, never replaced."""
+    target = Path(os.path.realpath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        mode = target.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        _write_stream(path, text)
+        return
+    folder = target.parent
+    _remove_stale_temps(folder, target.name)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=SURROGATES) as fh:
             fh.write(text)
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
@@ -63,6 +90,39 @@ def write_atomic(path: str, text: str) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _write_stream(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", errors=SURROGATES) as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _remove_stale_temps(folder: Path, name: str) -> None:
+    """Remove the temp files ``write_atomic`` left for ``name`` in runs that were killed."""
+    ours = re.compile(rf"\.{re.escape(name)}\.([0-9]+)\.[a-z0-9_]{{8}}\.tmp")
+    if os.name != "posix":  # only there can a process be asked whether it runs
+        return
+    try:
+        candidates = [e for e in os.scandir(folder) if e.name.startswith(f".{name}.") and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    for entry in candidates:
+        match = ours.fullmatch(entry.name)
+        if match and int(match[1]) != os.getpid() and not _running(int(match[1])):
+            _remove(entry.path)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process, or not a pid we can check: leave its file alone
+    return True
 
 
 def _mode_for(target: Path) -> int:

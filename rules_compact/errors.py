@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
-__all__ = ["RulesCompactError", "ConfigError", "InputError", "Problem", "kind_of"]
+__all__ = ["RulesCompactError", "ConfigError", "InputError", "Problem", "kind_of", "type_name"]
 
 
 class RulesCompactError(Exception):
@@ -43,6 +44,11 @@ def kind_of(value: object) -> str:
     names = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
              dict: "a mapping", type(None): "null"}
     return names.get(type(value), type(value).__name__)
+
+
+def type_name(value: object) -> str:
+    """For messages about Python arguments: ``None``, or a type and a short repr (``int 5``)."""
+    return "None" if value is None else f"{type(value).__name__} {reprlib.repr(value)}"
 
 
 class InputError(RulesCompactError):

@@ -1,6 +1,6 @@
 """Cache-aware replay: what a rule set costs over a whole conversation, round by round.
 
-Each round's prompt is the history up to an assistant turn, compacted with the rules. A
+Each round's prompt is the history up to a model response, compacted with the rules. A
 provider serves from cache the longest prefix identical to the previous round's prompt; the
 rest is written anew. Cost weighs the two with the provider's prices.
 """
@@ -13,7 +13,7 @@ from typing import Sequence
 from .incremental import Compactor
 from .errors import InputError
 from .kinds.estimators import ESTIMATORS, Estimator
-from .formats import FORMATS, Format
+from .formats import FORMATS, Format, detect_format
 from .language.model import RuleSet
 
 __all__ = ["Price", "PRICES", "Replay", "replay", "parse_price"]
@@ -72,9 +72,9 @@ class Replay:
         return self.price.cached * cached + self.price.uncached * (total - cached)
 
 
-def round_starts(messages: list) -> list[int]:
-    """Where each round's prompt ends: before every assistant message."""
-    return [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
+def round_starts(messages: list, fmt: str | None = None) -> list[int]:
+    """Where each round's prompt ends: before every model response (see ``Format.response_starts``)."""
+    return FORMATS[fmt or detect_format(messages)].response_starts(messages)
 
 
 def round_tokens(prompt: list, previous: list, tokens) -> tuple[int, int]:
@@ -106,7 +106,7 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
     keep_alive = []  # messages whose ids are memoised must outlive the memo
     # the rounds share their messages and nothing edits them: identity is proof enough
     compactor = Compactor(list(rulesets), format=fmt, verify=False) if rulesets else None
-    for end in round_starts(messages):
+    for end in round_starts(messages, fmt):
         prompt = compactor(messages[:end]).messages if compactor else messages[:end]
         keep_alive.append(prompt)
         total, hit = round_tokens(prompt, previous, tokens)

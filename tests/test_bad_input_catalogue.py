@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
 
 import pytest
 
+from rules_compact import Compactor, ConfigError, InputError, compact, documents, load_rules, parse_rules
+from rules_compact.language import yamlsource
 from rules_compact.cli import main
 
 GOOD = json.dumps([{"role": "user", "content": "hi"},
@@ -86,7 +93,7 @@ CASES = [
  ("rules-unknown-template-variable", {"r.yaml": R.replace("action: placeholder", "action: {placeholder: '{tool}'}")}, ["validate", "r.yaml"],
   1, "r.yaml:6:27: unknown template variable {tool} in '{tool}'; allowed: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines} (at rules[0].action.placeholder)"),
  ("rules-alias-bomb", {"r.yaml": "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"}, ["validate", "r.yaml"],
-  1, 'r.yaml:1:1: the document expands to more than 100000 nodes (too many aliases?)'),
+  1, 'r.yaml:1:1: aliases expand the document by more than 100000 nodes'),
  ("rules-python-object-tag", {"r.yaml": "version: 1\nname: !!python/object/apply:os.system ['true']\nrules: []\n"}, ["validate", "r.yaml"],
   1, "r.yaml:2:7: tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed; rule files are plain data (at name)"),
  ("rules-oversized", {"r.yaml": "#" * (1024 * 1024 + 1)}, ["validate", "r.yaml"],
@@ -119,7 +126,51 @@ CASES = [
   2, 'rules-compact: error: --in-place needs a file INPUT and no -o'),
  ("in-place-stdin", {}, ["apply", "-", "--in-place"],
   2, 'rules-compact: error: --in-place needs a file INPUT and no -o'),
+ # --- issue 19: values JSON does not allow, and what Python cannot write back ---
+ ("integer-of-5000-digits", {"in.json": GOOD.replace('"hi"}', '"hi", "n": ' + "9" * 5000 + "}")}, ["apply", "in.json"],
+  2, 'rules-compact: error: in.json:1:41: invalid JSON: an integer of 5000 digits; at most 4300 are allowed'),
+ ("nan", {"in.json": GOOD.replace('"hi"}', '"hi", "n": NaN}')}, ["apply", "in.json"],
+  2, 'rules-compact: error: in.json:1:41: invalid JSON: NaN is not a JSON value (JSON numbers are finite)'),
+ ("infinity", {"in.json": GOOD.replace('"hi"}', '"hi", "n": -Infinity}')}, ["explain", "in.json"],
+  2, 'rules-compact: error: in.json:1:41: invalid JSON: -Infinity is not a JSON value (JSON numbers are finite)'),
+ ("float-beyond-range", {"in.json": GOOD.replace('"hi"}', '"hi", "n": 1e400}')}, ["apply", "in.json"],
+  2, 'rules-compact: error: in.json:1:41: invalid JSON: 1e400 is too large for a 64-bit float (JSON numbers here must be finite)'),
+ ("nan-in-jsonl", {"in.jsonl": '{"messages": [{"role": "user", "content": "a"}]}\n{"messages": [{"role": "user", "content": "NaN", "n": NaN}]}\n'}, ["apply", "in.jsonl"],
+  2, 'rules-compact: error: in.jsonl:2:55: invalid JSON on this line of a JSONL file (one value per line): NaN is not a JSON value (JSON numbers are finite)'),
+ # --- issue 19: rule files that are data but would cost like code ---
+ ("where-800-parentheses", {"in.json": GOOD, "r.yaml": R.replace("{role: tool}", "{where: '" + "(" * 800 + "a" + ")" * 800 + "'}")}, ["validate", "r.yaml"],
+  1, 'r.yaml:5:20: expected at most 1000 characters, got 1601 (at rules[0].match.where)'),
+ ("where-nests-too-deeply", {"r.yaml": R.replace("{role: tool}", "{where: '" + "!" * 600 + "a'}")}, ["validate", "r.yaml"],
+  1, 'r.yaml:5:20: JMESPath expression nests deeper than 100 levels (at rules[0].match.where)'),
+ ("superseded-key-too-long", {"r.yaml": R.replace("{role: tool}", "{superseded: {key: '" + "a." * 600 + "a'}}")}, ["validate", "r.yaml"],
+  1, 'r.yaml:5:31: expected at most 1000 characters, got 1201 (at rules[0].match.superseded.key)'),
+ ("template-nested-field", {"in.json": GOOD, "r.yaml": R.replace("action: placeholder", "action: {placeholder: '{tool_name:>{chars}}'}")}, ["apply", "in.json", "-r", "r.yaml"],
+  1, "r.yaml:6:27: {tool_name:>{chars}} in '{tool_name:>{chars}}': a format spec cannot hold a {variable} (at rules[0].action.placeholder)"),
+ ("template-huge-width", {"in.json": GOOD, "r.yaml": R.replace("action: placeholder", "action: {placeholder: '{tool_name:>100000000}'}")}, ["apply", "in.json", "-r", "r.yaml"],
+  1, "r.yaml:6:27: width 100000000 of {tool_name:>100000000} in '{tool_name:>100000000}' is over the limit of 100 (at rules[0].action.placeholder)"),
+ ("template-huge-precision", {"r.yaml": R.replace("action: placeholder", "action: {truncate: {marker: '{omitted:.999f}'}}")}, ["validate", "r.yaml"],
+  1, "r.yaml:6:33: precision 999 of {omitted:.999f} in '{omitted:.999f}' is over the limit of 100 (at rules[0].action.truncate.marker)"),
+ ("template-too-long", {"r.yaml": R.replace("action: placeholder", "action: {placeholder: '" + "x" * 2001 + "'}")}, ["validate", "r.yaml"],
+  1, "r.yaml:6:27: expected at most 2000 characters, got 2001 (at rules[0].action.placeholder)"),
+ # --- issue 19: what the schema must reject as validate does ---
+ ("size-without-bound", {"r.yaml": R.replace("{role: tool}", "{size: {unit: chars}}")}, ["validate", "r.yaml"],
+  1, 'r.yaml:5:19: size needs at least one of gt, gte, lt, lte (at rules[0].match.size)'),
+ ("age-without-bound", {"r.yaml": R.replace("{role: tool}", "{age: {unit: tool_results}}")}, ["validate", "r.yaml"],
+  1, 'r.yaml:5:18: age needs at least one of gt, gte, lt, lte (at rules[0].match.age)'),
+ ("among-with-unit-tool-calls", {"r.yaml": R.replace("{role: tool}", "{age: {unit: tool_calls, gt: 1, among: {}}}")}, ["validate", "r.yaml"],
+  1, "r.yaml:5:51: 'among' needs unit tool_results, spans, user_turns or tokens, not 'tool_calls' (at rules[0].match.age.among)"),
+ # --- issue 19: outputs ---
+ ("report-is-output", {"in.json": GOOD}, ["apply", "in.json", "-o", "x.json", "--report", "x.json"],
+  2, 'rules-compact: error: x.json: REPORT is the OUTPUT file; give them different names'),
 ]
+
+LIMIT_MESSAGE = ("rules-compact: error: {var}={value!r}: expected a whole number of bytes from 1 to 1 TiB, optionally "
+                 "ending in K, M or G (KiB, MiB, GiB), such as 256M; the default is {default}")
+for _var, _argv, _default in [("RULES_COMPACT_MAX_INPUT_BYTES", ["apply", "in.json"], "256M"),
+                              ("RULES_COMPACT_MAX_RULES_BYTES", ["validate", "default"], "1M")]:
+    for _value in ["abc", "1e6", "", "99999999999999999999999", "0", "-5", "512MB"]:
+        CASES.append((f"{_var.lower()}={_value!r}", {"in.json": GOOD, "env": {_var: _value}}, _argv,
+                      2, LIMIT_MESSAGE.format(var=_var, value=_value, default=_default)))
 
 def snapshot(folder):
     return {os.path.relpath(os.path.join(root, f), folder): open(os.path.join(root, f), "rb").read()
@@ -129,7 +180,11 @@ def snapshot(folder):
 @pytest.mark.parametrize("files,argv,code,line", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input(tmp_path, monkeypatch, capsys, files, argv, code, line):
     monkeypatch.chdir(tmp_path)
+    for name, value in files.get("env", {}).items():
+        monkeypatch.setenv(name, value)
     for name, content in files.items():
+        if name == "env":
+            continue
         if name.endswith("/"):
             os.mkdir(name[:-1])
         else:
@@ -149,3 +204,303 @@ def test_bad_input(tmp_path, monkeypatch, capsys, files, argv, code, line):
 
 def test_the_catalogue_is_large_enough():
     assert len(CASES) >= 40
+
+
+# --- issue 19: inputs that are valid but used to fail or come out wrong ------------------------------
+
+def run(argv, tmp_path, monkeypatch, capsys):
+    """``main(argv)`` in ``tmp_path``: (exit code, stdout, stderr), stderr with the folder dropped."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err.replace(str(tmp_path) + os.sep, "")
+
+
+SURROGATES = json.dumps([{"role": "user", "content": "a \ud800 b"},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "c\udc00", "type": "function", "function": {"name": "ba\ud800sh", "arguments": "{}"}}]},
+                         {"role": "tool", "tool_call_id": "c\udc00", "content": "x\ud800" * 2000}])  # ASCII: \ud800 escapes
+
+
+@pytest.mark.parametrize("argv", [["apply", "in.json"], ["apply", "in.json", "-o", "out.json", "--report", "r.json"],
+                                  ["apply", "in.jsonl"], ["explain", "in.json"], ["audit", "in.json"]],
+                         ids=["stdout", "files", "jsonl", "explain", "audit"])
+def test_lone_surrogate_escapes_are_written_as_escapes(tmp_path, monkeypatch, capsys, argv):
+    (tmp_path / "in.json").write_text(SURROGATES, encoding="utf-8")
+    (tmp_path / "in.jsonl").write_text(f'{{"messages": {SURROGATES}}}\n{{"messages": {SURROGATES}}}\n', encoding="utf-8")
+    code, out, err = run(argv, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    written = out if "-o" not in argv else (tmp_path / "out.json").read_bytes().decode("utf-8")  # strict UTF-8
+    out.encode("utf-8")
+    if argv[0] == "apply":
+        lines = written.splitlines() if argv[1] == "in.jsonl" else [written]
+        for text in lines:
+            data = json.loads(text)
+            messages = data["messages"] if isinstance(data, dict) else data
+            assert messages[0]["content"] == "a \ud800 b" and "\\ud800" in text  # as read: an escape
+            assert messages[1]["tool_calls"][0]["id"] == "c\udc00"
+    else:
+        assert "ba\\ud800sh" in out
+
+
+def test_full_disk_on_stdout(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    for command in (["apply", "in.json"], ["explain", "in.json"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "rules_compact", *command], cwd=tmp_path, stdout=full,
+                                  stderr=subprocess.PIPE, text=True)
+        assert (done.returncode, done.stderr) == (
+            2, "rules-compact: error: cannot write the output: No space left on device\n")
+    assert sorted(os.listdir(tmp_path)) == ["in.json"]
+
+
+def test_output_through_a_symlink_replaces_its_target(tmp_path, monkeypatch, capsys):
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "out.json").write_text("old", encoding="utf-8")
+    (tmp_path / "link.json").symlink_to("real/out.json")
+    code, _, err = run(["apply", "in.json", "-o", "link.json", "--report", "link-report.json"],
+                       tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert os.readlink(tmp_path / "link.json") == "real/out.json"
+    assert json.loads((tmp_path / "real" / "out.json").read_text(encoding="utf-8"))[2]["content"] == "x" * 2000
+    assert sorted(os.listdir(tmp_path / "real")) == ["out.json"]  # no temp file left beside the target
+
+
+def test_in_place_through_a_symlink_keeps_the_link(tmp_path, monkeypatch, capsys):
+    big = json.loads(GOOD)
+    big += [json.loads(GOOD)[1] | {"tool_calls": [{"id": f"c{i}", "type": "function",
+                                                   "function": {"name": "bash", "arguments": "{}"}}]}
+            for i in range(12)]
+    (tmp_path / "conv.json").write_text(json.dumps(big), encoding="utf-8")
+    (tmp_path / "link.json").symlink_to("conv.json")
+    code, _, err = run(["apply", "link.json", "--in-place"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads((tmp_path / "conv.json").read_text(encoding="utf-8")) == json.loads(
+        (tmp_path / "link.json").read_text(encoding="utf-8"))
+    assert sorted(os.listdir(tmp_path)) == ["conv.json", "link.json"]
+
+
+def test_output_to_a_pipe_is_written_not_replaced(tmp_path, monkeypatch, capsys):
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, err = run(["apply", "in.json", "-o", "fifo"], tmp_path, monkeypatch, capsys)
+    reader.join(10)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(received[0]) == json.loads(GOOD)
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "in.json"]
+
+
+@pytest.mark.parametrize("name,minor,code,line", [
+    ("null", 3, 0, "rules-compact: 0 items changed; 2,008 -> 2,008 chars; 503 -> 503 estimated tokens (+0.0%)"),
+    ("full", 7, 2, "rules-compact: error: full: cannot write: No space left on device")], ids=["null", "full"])
+def test_output_to_a_device_is_written_not_replaced(tmp_path, monkeypatch, capsys, name, minor, code, line):
+    """As root, ``-o /dev/full`` once replaced the device with a regular file. The devices here
+    are made in the test's folder (never /dev's own: a regression would replace them)."""
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    device = tmp_path / name
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except (PermissionError, AttributeError):
+        pytest.skip("making a device node needs root")
+    got, _, err = run(["apply", "in.json", "-o", name], tmp_path, monkeypatch, capsys)
+    assert (got, err.splitlines()) == (code, [line])
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(os.listdir(tmp_path)) == sorted(["in.json", name])
+
+
+def _conversation(results: int) -> str:
+    messages = [{"role": "user", "content": "go"}]
+    for i in range(results):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"output {i} " * 400}]
+    return json.dumps(messages)
+
+
+def test_sigterm_during_in_place_leaves_no_temp_file(tmp_path, monkeypatch, capsys):
+    """SIGTERM arriving while the result is written is handled like Ctrl-C: exit 143, the input
+    untouched, no temp file."""
+    text = _conversation(30)
+    (tmp_path / "conv.json").write_text(text, encoding="utf-8")
+    real_replace = os.replace
+
+    def replace_after_sigterm(src, dst):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, before the rename
+        real_replace(src, dst)
+
+    monkeypatch.setattr(documents.os, "replace", replace_after_sigterm)
+    handler = signal.getsignal(signal.SIGTERM)
+    code, _, _ = run(["apply", "conv.json", "--in-place"], tmp_path, monkeypatch, capsys)
+    assert code == 128 + signal.SIGTERM
+    assert (tmp_path / "conv.json").read_text(encoding="utf-8") == text
+    assert sorted(os.listdir(tmp_path)) == ["conv.json"]
+    assert signal.getsignal(signal.SIGTERM) is handler  # main put it back
+
+
+KILLED_WRITE = """
+import os, signal, sys
+from rules_compact import documents
+os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+documents.write_atomic(sys.argv[1], "partial")
+"""
+
+
+def test_a_killed_runs_temp_file_is_removed_by_the_next_run(tmp_path, monkeypatch, capsys):
+    """SIGKILL cannot be handled: the next write of the same file removes the temp file left."""
+    text = _conversation(30)
+    (tmp_path / "conv.json").write_text(text, encoding="utf-8")
+    killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, "conv.json"], cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL
+    left = [n for n in os.listdir(tmp_path) if n != "conv.json"]
+    assert len(left) == 1 and left[0].startswith(".conv.json.") and left[0].endswith(".tmp")
+    (tmp_path / ".conv.json.1.notours.tmp").write_text("not named as write_atomic names", encoding="utf-8")
+    code, _, err = run(["apply", "conv.json", "--in-place"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert sorted(os.listdir(tmp_path)) == [".conv.json.1.notours.tmp", "conv.json"]
+    assert (tmp_path / "conv.json").read_text(encoding="utf-8") != text
+
+
+def test_the_alias_cap_counts_what_aliases_add_not_the_nodes_written(monkeypatch):
+    """10,000 rules once failed with 'too many aliases?': the cap counted every node."""
+    monkeypatch.setattr(yamlsource, "MAX_ALIAS_NODES", 50)
+    many = "".join(f"  - name: r{i}\n    match: {{role: tool, size: {{gt: {i}}}}}\n    action: keep\n"
+                   for i in range(40))  # 40 rules: over 200 nodes, no alias
+    assert len(load_rules(f"version: 1\nname: many\nrules:\n{many}").rules) == 40
+    bomb = "version: 1\nname: b\ndescription: x\nx: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\ny: [*a, *a, *a, *a, *a, *a]\n"
+    with pytest.raises(ConfigError) as info:
+        load_rules(bomb)
+    assert [str(p) for p in info.value.problems] == ["<string>:1:1: aliases expand the document by more than 50 nodes"]
+
+
+@pytest.mark.parametrize("argv", [["apply", "in.json", "-r", "/dev/zero"], ["validate", "r.yaml"]],
+                         ids=["rules", "extends"])
+def test_rules_from_dev_zero(tmp_path, argv):
+    """``-r /dev/zero`` and ``extends: /dev/zero`` passed the size check (st_size is 0), then read
+    until a MemoryError; run with 1 GiB of address space, so that a regression cannot take more."""
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    resource = pytest.importorskip("resource")
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "r.yaml").write_text("version: 1\nname: a\nextends: /dev/zero\n", encoding="utf-8")
+    before = snapshot(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "rules_compact", *argv], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+    assert (done.returncode, done.stdout + done.stderr) == (  # validate prints problems on stdout
+        1, "/dev/zero:1:1: rule file is over the limit of 1048576 bytes (RULES_COMPACT_MAX_RULES_BYTES)\n")
+    assert snapshot(tmp_path) == before
+
+
+def test_rule_files_are_read_at_most_one_byte_past_the_limit(tmp_path, monkeypatch):
+    path = tmp_path / "big.yaml"
+    path.write_text("#" * 5000, encoding="utf-8")
+    monkeypatch.setenv("RULES_COMPACT_MAX_RULES_BYTES", "1K")
+    asked = []
+    real_open = open
+
+    class Counting:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def read(self, n=-1):
+            asked.append(n)
+            return self.fh.read(n)
+
+        def fileno(self):
+            return self.fh.fileno()
+
+    monkeypatch.setattr("builtins.open", lambda file, mode="r", *a, **k: Counting(real_open(file, mode, *a, **k))
+                        if str(file) == str(path) else real_open(file, mode, *a, **k))
+    with pytest.raises(ConfigError) as info:
+        load_rules(str(path))
+    assert asked == [1025]
+    assert str(info.value) == f"{path}:1:1: rule file is 5000 bytes, over the limit of 1024 (RULES_COMPACT_MAX_RULES_BYTES)"
+
+
+# --- issue 19: the Python API raises only the documented errors ------------------------------------
+
+MESSAGES = json.loads(GOOD)
+
+
+def _anthropic(tool_input) -> list:
+    turn = lambda cid: [{"role": "assistant", "content": [{"type": "tool_use", "id": cid, "name": "Read",
+                                                           "input": tool_input}]},
+                        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": cid,
+                                                      "content": "x" * 3000}]}]
+    return [{"role": "user", "content": "hi"}, *turn("t1"), *turn("t2")]
+
+
+SUPERSEDED = "version: 1\nname: s\nrules:\n  - name: a\n    match: {superseded: {key: '@'}}\n    action: placeholder\n"
+
+API_CASES = [
+ ("rules-is-an-int", lambda: compact(MESSAGES, rules=5), InputError,
+  "rules must be a RuleSet, a path, 'default', 'preset:NAME', rule-file text or a list of those, or None for the "
+  "default; got int 5"),
+ ("rules-list-holds-none", lambda: compact(MESSAGES, rules=[None]), InputError,
+  "rules[0] must be a RuleSet, a path, 'default', 'preset:NAME' or rule-file text; got None"),
+ ("rules-are-bytes", lambda: compact(MESSAGES, rules=b"default"), InputError,
+  "rules must be a RuleSet, a path, 'default', 'preset:NAME', rule-file text or a list of those, or None for the "
+  "default; got bytes b'default'"),
+ ("compactor-rules-is-a-dict", lambda: Compactor({"version": 1}), InputError,
+  "rules must be a RuleSet, a path, 'default', 'preset:NAME', rule-file text or a list of those, or None for the "
+  "default; got dict {'version': 1}"),
+ ("load-rules-none", lambda: load_rules(None), InputError,
+  "rules must be a path, 'default', 'preset:NAME' or rule-file text, got None"),
+ ("load-rules-nul-in-path", lambda: load_rules("a\0b.yaml"), InputError,
+  "a\0b.yaml: cannot read rule file: embedded null byte"),
+ ("parse-rules-lone-surrogate", lambda: parse_rules('version: 1\nname: "a\ud800"\nrules: []\n'), ConfigError,
+  "<string>:2:9: YAML error: character 0xd800 is not allowed in YAML text"),
+ ("parse-rules-bytes", lambda: parse_rules(b"version: 1\n"), InputError,
+  "parse_rules takes the rule file's text as a str, got bytes b'version: 1\\n'; decode it, or pass its path to "
+  "load_rules"),
+ ("set-in-a-tool-input", lambda: compact(_anthropic({"paths": {"a", "b"}})), InputError,
+  "message 1: not JSON data: Object of type set is not JSON serializable"),
+ ("huge-int-in-a-tool-input", lambda: compact(_anthropic({"n": 10 ** 5000})), InputError,
+  "message 1: not JSON data: an integer of more than 4300 digits"),
+ ("huge-int-in-a-later-round", lambda: Compactor()(_anthropic({"n": 1})[:3])
+  and Compactor()(_anthropic({"n": 1}) + _anthropic({"n": 10 ** 5000})[1:]), InputError,
+  "message 5: not JSON data: an integer of more than 4300 digits"),
+ ("integer-keys-in-superseded", lambda: compact(_anthropic({1: "a", "b": 2}), parse_rules(SUPERSEDED)), InputError,
+  "tool call 't2' (Read): its arguments are not JSON data: a mapping's keys are not all strings"),
+]
+
+
+@pytest.mark.parametrize("call,error,message", [c[1:] for c in API_CASES], ids=[c[0] for c in API_CASES])
+def test_api_raises_documented_errors(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_limits_are_read_when_used_and_take_a_suffix(tmp_path, monkeypatch, capsys):
+    """``RULES_COMPACT_MAX_INPUT_BYTES=512M rules-compact --version`` once ended in a traceback."""
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "512M")
+    assert run(["--version"], tmp_path, monkeypatch, capsys)[:2] == (0, "rules-compact 0.1.0\n")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "abc")  # not read: --version needs no input
+    assert run(["--version"], tmp_path, monkeypatch, capsys)[0] == 0
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "2k")
+    code, _, err = run(["apply", "in.json"], tmp_path, monkeypatch, capsys)
+    assert (code, err) == (2, "rules-compact: error: in.json: input is over the limit of 2048 bytes "
+                              "(RULES_COMPACT_MAX_INPUT_BYTES)\n")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", " 3K ")
+    assert run(["apply", "in.json"], tmp_path, monkeypatch, capsys)[0] == 0

@@ -519,6 +519,8 @@ def test_extended_schema_holds_the_fragments_and_stays_valid(example):
     assert action[1]["properties"]["head-lines"]["properties"]["n"]["minimum"] == 1
     assert "head-lines" not in action[0]["enum"]  # options required: no bare form
     assert "command_matches" not in rule_schema()["$defs"]["matcher"]["properties"]  # base untouched
+    estimators = schema["properties"]["defaults"]["properties"]["estimator"]["enum"]
+    assert "words" in estimators and "words" not in rule_schema()["properties"]["defaults"]["properties"]["estimator"]["enum"]
 
 
 def test_bare_action_name_only_when_its_schema_accepts_null():

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..errors import InputError
+from ..errors import InputError, type_name
 from ..formats import FORMATS, Format, Item, detect_format
 from ..language.loader import load_rules
 from ..language.model import RuleSet
@@ -31,15 +31,24 @@ class Result:
         return self.report.over_budget
 
 
+RULES_ARGUMENT = "a RuleSet, a path, 'default', 'preset:NAME', rule-file text or a list of those"
+
+
 def resolve_rules(rules) -> list[RuleSet]:
     """RuleSets from a RuleSet, a path or name, a list of those, or None (the bundled default)."""
     if rules is None:
         return [load_rules("default")]
-    if isinstance(rules, RuleSet):
-        return [rules]
-    if isinstance(rules, (str, os.PathLike)):
-        return [load_rules(rules)]
-    return [r if isinstance(r, RuleSet) else load_rules(r) for r in rules]
+    if isinstance(rules, (RuleSet, str, os.PathLike)):
+        rules = [rules]
+    elif not isinstance(rules, Sequence) or isinstance(rules, (bytes, bytearray)):
+        raise InputError(f"rules must be {RULES_ARGUMENT}, or None for the default; got {type_name(rules)}")
+    out = []
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, (RuleSet, str, os.PathLike)):
+            raise InputError(f"rules[{i}] must be a RuleSet, a path, 'default', 'preset:NAME' or rule-file text; "
+                             f"got {type_name(rule)}")
+        out.append(rule if isinstance(rule, RuleSet) else load_rules(rule))
+    return out
 
 
 def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None = None,
@@ -50,6 +59,7 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     or a list of those; None means the bundled default rules.
     """
     name, fmt = check_messages(messages, format)
+    fmt.check(messages)
     rulesets = resolve_rules(rules)
     current, passes = messages, []
     with collector_paused():

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import jmespath.exceptions
 
+from ..errors import InputError
 from ..formats import Format, Item, decode_args
+from ..jsontext import dumps_data
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from ..kinds.ages import AGE_UNITS
 
@@ -200,7 +202,12 @@ class Facts:
 
     def _measure_all(self) -> tuple[list[int], list[int]]:
         if self._sizes is None:
-            sizes = [self.measure(m) for m in self.messages]
+            sizes = []
+            for i, msg in enumerate(self.messages):
+                try:
+                    sizes.append(self.measure(msg))
+                except InputError as exc:  # data a caller built in Python (a set in a tool input)
+                    raise InputError(f"message {i + self.origin.messages}: {exc}") from None
             self._sizes = [t for t, _ in sizes], [c for _, c in sizes]
         return self._sizes
 
@@ -342,7 +349,11 @@ def signature(name: str | None, call: dict, key) -> tuple | None:
         raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")
         if isinstance(raw, str):  # the usual case: the same text, decoded once
             return _signature_of_text(name, raw, key)
-    return _signature_of(name, decode_args(call), key)
+    try:
+        return _signature_of(name, decode_args(call), key)
+    except InputError as exc:  # data a caller built in Python
+        cid = (call.get("id") or call.get("call_id")) if isinstance(call, dict) else None
+        raise InputError(f"tool call {cid!r} ({name}): its arguments are {exc}") from None
 
 
 @lru_cache(maxsize=8192)
@@ -358,7 +369,7 @@ def _signature_of(name: str | None, args: Any, key) -> tuple | None:
     value = args if key is None else _search(key, args)
     if value is None:
         return None
-    return (name, json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return (name, dumps_data(value, sort_keys=True))
 
 
 def _search(expression, data: Any) -> Any:

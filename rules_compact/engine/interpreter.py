@@ -19,6 +19,7 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any, Callable
 
+from ..errors import InputError
 from ..formats import Format
 from ..kinds.base import RESULT, TURN
 from ..language.model import Budget, Rule, RuleSet, Step
@@ -297,8 +298,11 @@ class Input:
                 start = self._upto
                 tokens, chars = known._tokens[:start], known._chars[:start]
             estimate, pieces_of = self.ruleset.estimator, self.fmt.message_pieces
-            for msg in self.messages[start:]:
-                pieces = list(pieces_of(msg))
+            for i, msg in enumerate(self.messages[start:], start):
+                try:
+                    pieces = list(pieces_of(msg))
+                except InputError as exc:  # data a caller built in Python (a set in a tool input)
+                    raise InputError(f"message {i}: {exc}") from None
                 tokens.append(estimate.of_message(msg, pieces))
                 chars.append(sum(map(len, pieces)))
             self._tokens, self._chars = tokens, chars

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..errors import InputError
+from ..jsontext import dumps_data
 from .base import Call, Format, _dicts, _str, deep_copy, dumps_args, parts_text, replace_content, shallow_parts
 
 __all__ = ["AnthropicFormat", "ANTHROPIC_BLOCKS"]
@@ -20,6 +22,15 @@ class AnthropicFormat(Format):
     @staticmethod
     def shows(msg: dict) -> bool:
         return any(b.get("type") in ANTHROPIC_BLOCKS for b in _dicts(msg.get("content")))
+
+    def check(self, messages: list, start: int = 0) -> None:
+        for i in range(start, len(messages)):
+            for block in self._blocks(messages[i]):
+                if isinstance(block, dict) and block.get("type") == "tool_use" and "input" in block:
+                    try:
+                        dumps_data(block["input"])
+                    except InputError as exc:
+                        raise InputError(f"message {i}: {exc}") from None
 
     @staticmethod
     def _blocks(msg: Any) -> list:

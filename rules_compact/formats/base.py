@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, NamedTuple
 
+from ..jsontext import dumps_data
+
 __all__ = ["Item", "Scan", "Format", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
            "shallow_parts"]
 
@@ -127,7 +129,7 @@ def replace_content(content: Any, text: str) -> Any:
 
 
 def dumps_args(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value if isinstance(value, str) else dumps_data(value)
 
 
 def decode_args(call: dict | None) -> Any:
@@ -176,6 +178,11 @@ class Format:
     resumable = True  # items are found message by message, so a pass can resume (incremental layer)
     own_calls = True  # an assistant turn's calls are all in its own message
     shared_messages = False  # several items can be in one message (so their edits must go in order)
+
+    # -- what a model API accepts ---------------------------------------------------------
+    def check(self, messages: list, start: int = 0) -> None:
+        """Raise InputError ("message N: ...") for the first of ``messages[start:]`` that a model
+        API would reject (the earlier ones were checked before)."""
 
     # -- structure ---------------------------------------------------------------------
     def calls(self, msg: Any) -> list[Call]:
@@ -232,6 +239,10 @@ class Format:
             if self.is_user_turn(msg):
                 scan.user_turns.append(i)
         return scan
+
+    def response_starts(self, messages: list) -> list[int]:
+        """Where each model response starts (a ``replay`` round ends before it): every assistant message."""
+        return [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
 
     def item_text(self, messages: list, scan: Scan, item: int) -> str:
         """The visible text of an item: a result's content, an assistant turn's text."""

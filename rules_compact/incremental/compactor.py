@@ -56,9 +56,13 @@ class Compactor:
         name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
         with self._lock, collector_paused():
+            first = self._memos[0]
+            held = first is not None and first.fmt is fmt and first.holds(messages, self.verify)
+            fmt.check(messages, first.upto if held else 0)  # the messages relied on were checked before
             for index, ruleset in enumerate(self.rulesets):
                 try:
-                    done = self._pass(index, current, ruleset, fmt) if self.reuse else run_pass(current, ruleset, fmt)
+                    done = (self._pass(index, current, ruleset, fmt, held if index == 0 else None) if self.reuse
+                            else run_pass(current, ruleset, fmt))
                 except BaseException:
                     self._memos[index] = None  # a half-made memory is never used
                     raise
@@ -71,9 +75,11 @@ class Compactor:
         with self._lock:
             self._memos = [None] * len(self.rulesets)
 
-    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
+    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, held: bool | None = None) -> Pass:
+        """One pass; ``held``: whether the memo holds for ``messages``, when the caller knows."""
         memo = self._memos[index]
-        held = memo is not None and memo.fmt is fmt and memo.holds(messages, self.verify)
+        if held is None:
+            held = memo is not None and memo.fmt is fmt and memo.holds(messages, self.verify)
         given = Input(messages, fmt, ruleset, memo.given, memo.upto) if held else Input(messages, fmt, ruleset)
         boundary = (step_boundary(ruleset.step, given.results, given.tokens, len(messages)) if ruleset.step
                     else len(messages))

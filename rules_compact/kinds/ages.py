@@ -167,9 +167,9 @@ for _unit in (
     AgeUnit("spans", _spans, "spans that start after the item's span (or after the item, outside a span)",
             among=True),
     AgeUnit("messages", _messages, "messages after the item's message", at=_messages_at),
-    AgeUnit("tokens", _tokens, "estimated tokens of everything after the item (later blocks of its own message "
-            "included)", among=True, stable=False),
     AgeUnit("user_turns", _user_turns, "user turns after the item's message (0: the item is in the protected tail)",
             among=True),
+    AgeUnit("tokens", _tokens, "estimated tokens of everything after the item (later blocks of its own message "
+            "included)", among=True, stable=False),
 ):
     register_age_unit(_unit)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..language.compiler import CompileContext
 
 __all__ = ["History", "MatcherKind", "ActionKind", "Matcher", "Action", "compare", "bounds", "RESULT", "TURN",
-           "ITEM_KINDS", "everything", "nothing", "require_bound", "with_defaults", "predicate_matcher",
+           "ITEM_KINDS", "everything", "nothing", "with_defaults", "predicate_matcher",
            "bool_matcher", "All", "AnyOf", "Not"]
 
 RESULT, TURN = "tool_result", "assistant"  # the two item kinds (Item.kind)
@@ -248,11 +248,6 @@ def with_defaults(options: Any, schema: dict) -> dict:
     properties = next((b["properties"] for b in branches if "properties" in b), {})
     filled = {key: spec["default"] for key, spec in properties.items() if "default" in spec}
     return {**filled, **(options or {})}
-
-
-def require_bound(options: dict, ctx, path: str, name: str) -> None:
-    if not any(key in options for key in COMPARATORS):
-        ctx.problem(path, f"{name} needs at least one of gt, gte, lt, lte")
 
 
 def bounds(options: dict) -> tuple[float, float]:

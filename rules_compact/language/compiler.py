@@ -10,6 +10,7 @@ import jmespath.exceptions
 from ..errors import Problem
 from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKind, everything, predicate_matcher
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
+from ..limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
 from .model import Budget, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .regexes import RegexError, compile_regex
 from .templates import RESULT_VARIABLES, Template, TemplateError
@@ -67,12 +68,23 @@ class CompileContext:
             return None
 
     def jmespath(self, expression: str, path: str):
+        """A compiled JMESPath expression of bounded size and depth, or None after reporting why not."""
+        if len(expression) > MAX_JMESPATH_CHARS:
+            self.problem(path, f"JMESPath expression of {len(expression)} characters; at most "
+                         f"{MAX_JMESPATH_CHARS} are allowed")
+            return None
         try:
-            return jmespath.compile(expression)
+            compiled = jmespath.compile(expression)
         except jmespath.exceptions.JMESPathError as exc:
             reason = str(exc).splitlines()[0].removesuffix(", for expression:").rstrip(":")
             self.problem(path, f"invalid JMESPath expression {expression!r}: {reason}")
             return None
+        except RecursionError:
+            compiled = None
+        if compiled is None or _depth(compiled.parsed) > MAX_JMESPATH_DEPTH:
+            self.problem(path, f"JMESPath expression nests deeper than {MAX_JMESPATH_DEPTH} levels")
+            return None
+        return compiled
 
     def template(self, text: str, path: str, extra: tuple[str, ...] = ()) -> Template | None:
         try:
@@ -86,6 +98,16 @@ class CompileContext:
     def recognise(self, test: Callable[[str], bool]) -> None:
         """Register a test for an action's output so that ``compacted`` recognises it."""
         self.patterns.append(test)
+
+
+def _depth(node: dict) -> int:
+    """How deeply a parsed JMESPath expression nests."""
+    deepest, level = 0, [(node, 1)]
+    while level:
+        node, depth = level.pop()
+        deepest = max(deepest, depth)
+        level += [(child, depth + 1) for child in node.get("children", ()) if isinstance(child, dict)]
+    return deepest
 
 
 def _mentions(spec: Any, key: str) -> bool:

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
-from ..errors import ConfigError, InputError, Problem, kind_of
+from ..errors import ConfigError, InputError, Problem, kind_of, type_name
+from ..limits import max_rules_bytes
 from .model import RuleSet
 from ..plugins.manager import registry
 from ..resources import bundled_rules, preset_names
 from .schema import extended_schema, rule_schema, schema_problems
 from .yamlsource import Marks, join_path, load_yaml, locate
 
-__all__ = ["load_rules", "parse_rules", "check_rules", "MAX_RULES_BYTES"]
-
-MAX_RULES_BYTES = int(os.environ.get("RULES_COMPACT_MAX_RULES_BYTES", 1024 * 1024))
+__all__ = ["load_rules", "parse_rules", "check_rules"]
 
 
 def load_rules(source: str | os.PathLike) -> RuleSet:
@@ -27,6 +27,8 @@ def load_rules(source: str | os.PathLike) -> RuleSet:
 
 
 def read_source(source: str | os.PathLike) -> tuple[str, str]:
+    if not isinstance(source, (str, os.PathLike)):
+        raise InputError(f"rules must be a path, 'default', 'preset:NAME' or rule-file text, got {type_name(source)}")
     if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
         return source, "<string>"
     path = bundled_rules(source) if isinstance(source, str) else None
@@ -34,20 +36,26 @@ def read_source(source: str | os.PathLike) -> tuple[str, str]:
         raise InputError(f"{source}: no such preset; available: default, "
                          + ", ".join(f"preset:{n}" for n in preset_names()))
     path = Path(path or source)
+    limit = max_rules_bytes()
     try:
-        size = path.stat().st_size
         if path.is_dir():
             raise InputError(f"{path}: is a directory, not a rule file")
-        if size > MAX_RULES_BYTES:
-            raise ConfigError([Problem(str(path), 1, 1, f"rule file is {size} bytes, over the limit of "
-                                       f"{MAX_RULES_BYTES} (RULES_COMPACT_MAX_RULES_BYTES)")])
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read rule file: {exc.strerror or exc}") from None
+        with open(path, "rb") as fh:  # at most limit + 1 bytes: /dev/zero has no size to check first
+            data = fh.read(limit + 1)
+            size = os.fstat(fh.fileno()).st_size
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise InputError(f"{path}: cannot read rule file: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > limit:
+        what = f"is {size} bytes, over the limit of {limit}" if size > limit else f"is over the limit of {limit} bytes"
+        raise ConfigError([Problem(str(path), 1, 1, f"rule file {what} (RULES_COMPACT_MAX_RULES_BYTES)")])
+    return _decoded(data, str(path)), str(path)
+
+
+def _decoded(data: bytes, file: str) -> str:
     try:
-        return data.decode("utf-8"), str(path)
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError([Problem(str(path), 1, 1, f"not UTF-8 text (bad byte at offset {exc.start})")]) from None
+        raise ConfigError([Problem(file, 1, 1, f"not UTF-8 text (bad byte at offset {exc.start})")]) from None
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,10 @@ class Layer:
 
 def parse_rules(text: str, file: str = "<string>") -> RuleSet:
     """Parse, validate and compile rule-file text (and the files it extends)."""
+    if not isinstance(text, str) or not isinstance(file, str):
+        wrong = ("text", text) if not isinstance(text, str) else ("file", file)
+        raise InputError(f"parse_rules takes the rule file's {wrong[0]} as a str, got {type_name(wrong[1])}"
+                         + ("; decode it, or pass its path to load_rules" if isinstance(text, bytes) else ""))
     reg = registry()
     layers = _chain(text, file, reg, ())
     child = layers[-1]
@@ -73,8 +85,10 @@ def parse_rules(text: str, file: str = "<string>") -> RuleSet:
 
 
 def _layer(text: str, file: str, reg) -> Layer:
-    if len(text.encode("utf-8")) > MAX_RULES_BYTES:
-        raise ConfigError([Problem(file, 1, 1, f"rule file is over the limit of {MAX_RULES_BYTES} bytes")])
+    limit = max_rules_bytes()
+    if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise ConfigError([Problem(file, 1, 1, f"rule file is over the limit of {limit} bytes "
+                                   "(RULES_COMPACT_MAX_RULES_BYTES)")])
     data, marks, key_marks, problems = load_yaml(text, file)
     if problems:
         raise ConfigError(problems)
@@ -120,36 +134,42 @@ def merge_layers(layers: list[Layer]) -> tuple[dict, list[tuple[dict, CompileCon
             if key in ("rules", "extends", "remove_rules"):
                 continue
             data[key] = {**data.get(key, {}), **value} if key in MERGED_KEY_BY_KEY else value
-        names = [raw["name"] for raw, _, _ in entries]
+        inherited = [raw["name"] for raw, _, _ in entries]
+        removed = set(layer.data.get("remove_rules", []))
         for i, name in enumerate(layer.data.get("remove_rules", [])):
-            if name not in names:
+            if name not in inherited:
                 layer.ctx.problem(f"remove_rules[{i}]", f"no inherited rule named {name!r}; inherited: "
-                                  + (", ".join(names) or "none"))
-        entries = [e for e in entries if e[0]["name"] not in layer.data.get("remove_rules", [])]
+                                  + (", ".join(inherited) or "none"))
+        entries = [e for e in entries if e[0]["name"] not in removed]
+        names = [raw["name"] for raw, _, _ in entries]  # kept in step with entries
+        present = Counter(names)
         own: set[str] = set()
         for i, raw in enumerate(layer.data.get("rules", [])):
-            entry = (raw, layer.ctx, f"rules[{i}]")
-            if raw["name"] in own:  # still compiled, so that all its problems are reported
-                layer.ctx.problem(f"rules[{i}].name", f"duplicate rule name {raw['name']!r}")
-                entries.append(entry)
-                continue
-            own.add(raw["name"])
-            names = [r["name"] for r, _, _ in entries]
+            entry, name = (raw, layer.ctx, f"rules[{i}]"), raw["name"]
             anchor = raw.get("before") or raw.get("after")
-            if raw["name"] in names and anchor is None:
-                entries[names.index(raw["name"])] = entry
+            if name in own:  # still compiled, so that all its problems are reported
+                layer.ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
+                anchor = None
+            elif name in present and anchor is None:
+                entries[names.index(name)] = entry
+                own.add(name)
                 continue
-            if raw["name"] in names:
-                del entries[names.index(raw["name"])]
-                names.remove(raw["name"])
-            if anchor is None:
-                entries.append(entry)
-            elif anchor not in names:
+            elif name in present:
+                at = names.index(name)
+                del entries[at], names[at]
+                present[name] -= 1
+                if not present[name]:
+                    del present[name]
+            own.add(name)
+            if anchor is not None and anchor not in present:
                 where = "before" if "before" in raw else "after"
                 layer.ctx.problem(f"rules[{i}].{where}", f"no inherited rule named {anchor!r}; inherited: "
                                   + (", ".join(names) or "none"))
-            else:
-                entries.insert(names.index(anchor) + (1 if "after" in raw else 0), entry)
+                continue
+            at = len(entries) if anchor is None else names.index(anchor) + (1 if "after" in raw else 0)
+            entries.insert(at, entry)
+            names.insert(at, name)
+            present[name] += 1
     return data, entries
 
 

@@ -20,6 +20,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..errors import Problem, kind_of
 from ..kinds.actions import BUILTIN_ACTIONS
+from ..kinds.estimators import ESTIMATORS
 from ..kinds.matchers import BUILTIN_MATCHERS
 from ..resources import data_path
 from .yamlsource import Marks, join_path, locate
@@ -52,19 +53,24 @@ def _accepts_null(fragment: dict, schema: dict) -> bool:
         return False
 
 
-def with_kinds(base: dict, matchers: dict, actions: dict, owners: dict | None = None, replace: bool = False) -> dict:
-    """``base`` with the kinds' fragments: ``replace`` writes every kind's (the generated file);
-    otherwise only kinds the schema lacks are added (plugins; an action whose schema accepts
-    null may then be written as a bare name)."""
+def with_kinds(base: dict, matchers: dict, actions: dict, estimators: dict, owners: dict | None = None,
+               replace: bool = False) -> dict:
+    """``base`` with the kinds' fragments and the estimators' names: ``replace`` writes every
+    kind's (the generated file); otherwise only kinds the schema lacks are added (plugins; an
+    action whose schema accepts null may then be written as a bare name)."""
     owners = owners or {}
     schema = copy.deepcopy(base)
     matcher_props = schema["$defs"]["matcher"]["properties"]
     action = schema["$defs"]["action"]["anyOf"]
     action_props = action[1]["properties"]
+    estimator = schema["properties"]["defaults"]["properties"]["estimator"]
     if replace:
         matcher_props.clear()
         action_props.clear()
         action[0]["enum"] = list(actions)
+        estimator["enum"] = sorted(estimators)
+    else:
+        estimator["enum"] = estimator["enum"] + sorted(n for n in estimators if n not in estimator["enum"])
     for name, kind in matchers.items():
         if name not in matcher_props:
             matcher_props[name] = _fragment(kind, owners.get(("matcher", name)))
@@ -83,18 +89,21 @@ _extended: dict[tuple[int, int], tuple[dict, Any, dict]] = {}
 
 
 def extended_schema(base: dict, reg) -> dict:
-    """The rule-file schema with every plugin matcher's and action's options schema added
-    (a kind with no schema accepts any options).  Do not modify the result: it is shared."""
+    """The rule-file schema with every plugin matcher's and action's options schema and every
+    plugin estimator's name added (a kind with no schema accepts any options).  Do not modify
+    the result: it is shared."""
     key = (id(base), id(reg))
     hit = _extended.get(key)
     if hit is not None and hit[0] is base and hit[1] is reg:
         return hit[2]
     known_m = base["$defs"]["matcher"]["properties"]
     known_a = base["$defs"]["action"]["anyOf"][1]["properties"]
-    if all(n in known_m for n in reg.matchers) and all(n in known_a for n in reg.actions):
+    known_e = base["properties"]["defaults"]["properties"]["estimator"]["enum"]
+    if all(n in known_m for n in reg.matchers) and all(n in known_a for n in reg.actions) and all(
+            n in known_e for n in reg.estimators):
         schema = base
     else:
-        schema = with_kinds(base, reg.matchers, reg.actions, reg.owners)
+        schema = with_kinds(base, reg.matchers, reg.actions, reg.estimators, reg.owners)
     if len(_extended) > 16:
         _extended.clear()
     _extended[key] = (base, reg, schema)
@@ -103,7 +112,7 @@ def extended_schema(base: dict, reg) -> dict:
 
 def generated() -> dict:
     """The bundled schema as the built-in kinds make it."""
-    return with_kinds(rule_schema(), BUILTIN_MATCHERS, BUILTIN_ACTIONS, replace=True)
+    return with_kinds(rule_schema(), BUILTIN_MATCHERS, BUILTIN_ACTIONS, ESTIMATORS, replace=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _pick(error: ValidationError) -> ValidationError:
     """Descend into anyOf/oneOf to the branch error that says most."""
-    while error.context:
+    while error.context and not _one_of_keys(error):
         depth = len(error.absolute_path)
         pool = [e for e in error.context
                 if not (e.validator in ("type", "enum", "const") and len(e.absolute_path) == depth)]
@@ -130,9 +139,26 @@ def _pick(error: ValidationError) -> ValidationError:
     return error
 
 
+def _one_of_keys(error: ValidationError) -> list[str]:
+    """The keys of an ``anyOf`` whose branches each require one key (at least one of them), else []."""
+    branches = error.validator_value if error.validator == "anyOf" else []
+    if not branches or any(set(b) != {"required"} or len(b["required"]) != 1 for b in branches):
+        return []
+    return [b["required"][0] for b in branches]
+
+
 def _describe(error: ValidationError) -> tuple[str, str | None]:
     """A message saying what was expected and what was found, and an offending key, if any."""
     inst, kind = error.instance, error.validator
+    if _one_of_keys(error):
+        name = error.absolute_path[-1] if error.absolute_path else "this mapping"
+        return f"{name} needs at least one of {', '.join(_one_of_keys(error))}", None
+    schema_path = list(error.relative_schema_path)
+    if "dependentSchemas" in schema_path and kind == "enum" and error.absolute_path:
+        needer, allowed = schema_path[schema_path.index("dependentSchemas") + 1], error.validator_value
+        field = error.absolute_path[-1]
+        return (f"{needer!r} needs {field} {', '.join(allowed[:-1])} or {allowed[-1]}, not {inst!r}",
+                f"../{needer}")
     if kind == "additionalProperties" and isinstance(inst, dict):
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(str(k) for k in inst if k not in allowed)
@@ -159,6 +185,8 @@ def _describe(error: ValidationError) -> tuple[str, str | None]:
         return f"expected at least {error.validator_value} item(s), got {len(inst)}", None
     if kind == "minLength":
         return "expected a non-empty string", None
+    if kind == "maxLength":
+        return f"expected at most {error.validator_value} characters, got {len(inst)}", None
     return error.message, None
 
 
@@ -176,7 +204,10 @@ def schema_problems(data: Any, file: str, marks: Marks, key_marks: Marks, schema
                             for k in error.validator_value if k not in error.instance)
             continue
         message, key = _describe(error)
-        if key is not None:
+        if key is not None and key.startswith("../"):  # a sibling of the value: the key that needs it
+            path = join_path(path[:max(path.rfind("."), path.rfind("["), 0)], key[3:])
+            line, col = locate(marks, path)
+        elif key is not None:
             path = join_path(path, key)
             line, col = key_marks.get(path) or locate(marks, path)
         else:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 from typing import Any
 
 from ..kinds.estimators import utf8_len
+from ..limits import MAX_FORMAT_WIDTH, MAX_TEMPLATE_CHARS
 from .regexes import compile_regex, escape
 
 __all__ = ["Template", "TemplateError", "RESULT_VARIABLES", "Variables", "result_variables"]
@@ -32,6 +34,8 @@ class Template:
 
     @classmethod
     def compile(cls, text: str, allowed: tuple[str, ...]) -> Template:
+        if len(text) > MAX_TEMPLATE_CHARS:
+            raise TemplateError(f"template of {len(text)} characters; at most {MAX_TEMPLATE_CHARS} are allowed")
         regex, names = [], []
         try:
             parsed = list(string.Formatter().parse(text))
@@ -46,6 +50,7 @@ class Template:
                                     + ", ".join(f"{{{a}}}" for a in allowed))
             if conversion:
                 raise TemplateError(f"conversion !{conversion} is not supported in {text!r}")
+            _check_spec(field, spec, text)
             names.append(field)
             regex.append(".*?")
         literals = [literal for literal, _, _, _ in parsed]
@@ -84,6 +89,23 @@ class Template:
         if not text.startswith(self.prefix) or not text.endswith(self.suffix):
             return False
         return self.pattern.fullmatch(text) is not None
+
+
+# [[fill]align][sign][z][#][0][width][grouping][.precision][type], Python's format mini-language
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>[0-9]*)[,_]?(?:\.(?P<precision>[0-9]+))?[a-zA-Z%]?", re.DOTALL)
+
+
+def _check_spec(field: str, spec: str, text: str) -> None:
+    """A field's format spec: no nested ``{fields}``, width and precision at most MAX_FORMAT_WIDTH."""
+    if "{" in spec or "}" in spec:
+        raise TemplateError(f"{{{field}:{spec}}} in {text!r}: a format spec cannot hold a {{variable}}")
+    match = _SPEC.fullmatch(spec)
+    if match is None:
+        return  # rendering the sample reports it
+    for part in ("width", "precision"):
+        if match[part] and int(match[part]) > MAX_FORMAT_WIDTH:
+            raise TemplateError(f"{part} {int(match[part])} of {{{field}:{spec}}} in {text!r} is over the limit "
+                                f"of {MAX_FORMAT_WIDTH}")
 
 
 def result_variables(text: str, tool_name: str | None, tool_call_id: str | None, tokens: int) -> dict[str, Any]:

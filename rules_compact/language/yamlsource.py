@@ -7,11 +7,10 @@ from typing import Any
 import yaml
 
 from ..errors import Problem
+from ..limits import MAX_ALIAS_NODES, MAX_DEPTH
 
 __all__ = ["load_yaml", "join_path", "locate", "Marks"]
 
-MAX_NODES = 100_000
-MAX_DEPTH = 100
 MAP_TAG = "tag:yaml.org,2002:map"
 SEQ_TAG = "tag:yaml.org,2002:seq"
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -44,16 +43,20 @@ class _Builder:
         self.marks: Marks = {}
         self.key_marks: Marks = {}
         self.problems: list[Problem] = []
-        self.nodes = 0
+        self.built: set[int] = set()  # the nodes built once; building one again expands an alias
+        self.repeated = 0
 
     def problem(self, node: yaml.Node, message: str, path: str) -> None:
         mark = node.start_mark
         self.problems.append(Problem(self.file, mark.line + 1, mark.column + 1, message, path))
 
     def build(self, node: yaml.Node, path: str, depth: int = 0) -> Any:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise _TooBig(f"the document expands to more than {MAX_NODES} nodes (too many aliases?)")
+        if id(node) in self.built:
+            self.repeated += 1
+            if self.repeated > MAX_ALIAS_NODES:
+                raise _TooBig(f"aliases expand the document by more than {MAX_ALIAS_NODES} nodes")
+        else:
+            self.built.add(id(node))
         if depth > MAX_DEPTH:
             raise _TooBig(f"the document nests deeper than {MAX_DEPTH} levels", node)
         self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
@@ -117,19 +120,20 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
     return f"YAML error: {text}"
 
 
+#: libyaml's loader when PyYAML has it: twice as fast. Its error messages differ, so a document
+#: it rejects is parsed again by the pure-Python loader, whose messages the errors quote.
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
     """Parse one YAML document safely: ``(data, value marks, key marks, problems)``."""
     try:
-        loader = yaml.SafeLoader(text)
-    except yaml.reader.ReaderError as exc:
-        return None, {}, {}, [_reader_problem(text, file, exc)]
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, {}, {}, []
-        builder = _Builder(loader, file)
-        data = builder.build(node, "")
-        return data, builder.marks, builder.key_marks, builder.problems
+        try:
+            return _parse(text, file, FAST_LOADER)
+        except (yaml.YAMLError, UnicodeEncodeError):  # libyaml takes UTF-8: a lone surrogate fails
+            if FAST_LOADER is yaml.SafeLoader:
+                raise
+            return _parse(text, file, yaml.SafeLoader)
     except _TooBig as exc:
         line, col = (exc.mark.line + 1, exc.mark.column + 1) if exc.mark else (1, 1)
         return None, {}, {}, [Problem(file, line, col, str(exc))]
@@ -143,6 +147,17 @@ def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
             mark = exc.context_mark  # an unclosed quote: point at where it opens
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         return None, {}, {}, [Problem(file, line, col, _yaml_message(exc))]
+
+
+def _parse(text: str, file: str, loader_class) -> tuple[Any, Marks, Marks, list[Problem]]:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}, {}, []
+        builder = _Builder(loader, file)
+        data = builder.build(node, "")
+        return data, builder.marks, builder.key_marks, builder.problems
     finally:
         loader.dispose()
 

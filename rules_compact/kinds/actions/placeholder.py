@@ -73,22 +73,27 @@ def _summarize(spec, content: str, call: dict | None) -> str:
         raise TypeError(f"returned {type(result).__name__}, not str")
     return result
 
-SCHEMA = {'anyOf': [{'type': 'string'},
+SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
            {'type': 'null'},
            {'type': 'object',
             'additionalProperties': False,
             'properties': {'text': {'type': 'string',
                                     'description': "The template; without it the tool's own placeholder or "
-                                                   'defaults.placeholder is used.'},
-                           'summary': {'default': False, 'type': 'boolean',
+                                                   'defaults.placeholder is used.',
+                                    'maxLength': 2000},
+                           'summary': {'default': False,
+                                       'type': 'boolean',
                                        'description': "Use the tool's summarizer (declared by a plugin) when "
                                                       'it has one; falls back to the plain placeholder if it '
                                                       'has none or it fails.'},
-                           'summary_text': {'default': '[Previous: used {tool_name}: {summary}]', 'type': 'string',
+                           'summary_text': {'default': '[Previous: used {tool_name}: {summary}]',
+                                            'type': 'string',
                                             'description': 'Template for a summarized result; variables as '
                                                            'for placeholder plus {summary}. Default '
-                                                           "'[Previous: used {tool_name}: {summary}]'."},
-                           'as_string': {'default': False, 'type': 'boolean',
+                                                           "'[Previous: used {tool_name}: {summary}]'.",
+                                            'maxLength': 2000},
+                           'as_string': {'default': False,
+                                         'type': 'boolean',
                                          'description': 'Write the placeholder as a plain string even when '
                                                         'the content was a list of blocks (the originals do; '
                                                         'a cache_control on an inner block is then '

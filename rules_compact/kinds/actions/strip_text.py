@@ -45,28 +45,36 @@ def compile_strip_text(options, ctx, path) -> Action:
 
 SCHEMA = {'type': ['null', 'object'],
  'additionalProperties': False,
- 'properties': {'keep_patterns': {'default': [], 'type': 'array',
+ 'properties': {'keep_patterns': {'default': [],
+                                  'type': 'array',
                                   'items': {'type': 'string'},
                                   'description': 'Regexes: a text block that matches one is kept.'},
                 'keep_max_chars': {'type': 'integer',
                                    'minimum': 0,
                                    'description': 'A text block of at most this many characters is kept.'},
                 'marker': {'type': 'string',
-                           'description': "Text put in place of what was removed, e.g. '[thinking "
-                                          "removed]'."},
-                'text_first': {'default': False, 'type': 'boolean',
+                           'description': "Text put in place of what was removed, e.g. '[thinking removed]'.",
+                           'maxLength': 2000},
+                'text_first': {'default': False,
+                               'type': 'boolean',
                                'description': 'Put the kept text before the other blocks (tool calls).'},
-                'keep_thinking': {'default': False, 'type': 'boolean', 'description': 'Keep thinking/reasoning content.'},
-                'keep_text': {'default': False, 'type': 'boolean',
+                'keep_thinking': {'default': False,
+                                  'type': 'boolean',
+                                  'description': 'Keep thinking/reasoning content.'},
+                'keep_text': {'default': False,
+                              'type': 'boolean',
                               'description': 'Keep every text block: only thinking/reasoning is removed.'},
-                'tool_turns_only': {'default': True, 'type': 'boolean',
+                'tool_turns_only': {'default': True,
+                                    'type': 'boolean',
                                     'description': 'Apply only to assistant turns that call tools (default '
                                                    'true); false also strips final answers, never leaving a '
                                                    'message empty.'},
-                'drop_other_blocks': {'default': False, 'type': 'boolean',
+                'drop_other_blocks': {'default': False,
+                                      'type': 'boolean',
                                       'description': 'Also drop blocks that are neither text, thinking nor '
                                                      'tool calls (images, for example).'},
-                'length': {'default': 'chars', 'enum': ['chars', 'utf16'],
+                'length': {'default': 'chars',
+                           'enum': ['chars', 'utf16'],
                            'description': 'How keep_max_chars measures: characters (default) or UTF-16 code '
                                           "units, as JavaScript's length does."}}}
 

@@ -37,12 +37,21 @@ def compile_truncate(options, ctx, path) -> Action:
 
 SCHEMA = {'type': 'object',
  'additionalProperties': False,
- 'properties': {'head': {'default': 0, 'type': 'integer', 'minimum': 0, 'description': 'Characters kept from the start.'},
-                'tail': {'default': 0, 'type': 'integer', 'minimum': 0, 'description': 'Characters kept from the end.'},
-                'marker': {'default': '\n[... {omitted} chars omitted ...]\n', 'type': 'string',
+ 'properties': {'head': {'default': 0,
+                         'type': 'integer',
+                         'minimum': 0,
+                         'description': 'Characters kept from the start.'},
+                'tail': {'default': 0,
+                         'type': 'integer',
+                         'minimum': 0,
+                         'description': 'Characters kept from the end.'},
+                'marker': {'default': '\n[... {omitted} chars omitted ...]\n',
+                           'type': 'string',
                            'description': 'Text put between them; variables as for placeholder plus '
-                                          '{omitted}.'},
-                'as_string': {'default': False, 'type': 'boolean',
+                                          '{omitted}.',
+                           'maxLength': 2000},
+                'as_string': {'default': False,
+                              'type': 'boolean',
                               'description': 'Write the result as a plain string even when the content was a '
                                              'list of blocks.'}}}
 

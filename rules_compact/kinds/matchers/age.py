@@ -5,16 +5,12 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 
 from ..ages import AGE_UNITS
-from ..base import History, Matcher, MatcherKind, bounds, require_bound, with_defaults
+from ..base import History, Matcher, MatcherKind, bounds, with_defaults
 
 
 def compile_age(options, ctx, path):
     unit = options["unit"]
     among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None
-    require_bound(options, ctx, path, "age")
-    if among is not None and not AGE_UNITS[unit].among:
-        allowed = [n for n, u in AGE_UNITS.items() if u.among]
-        ctx.problem(f"{path}.among", f"'among' needs unit {', '.join(allowed[:-1])} or {allowed[-1]}, not {unit!r}")
     include_self = with_defaults(options, SCHEMA)["include_self"]
     low, high = bounds(options)
     at = AGE_UNITS[unit].at if among is None else None
@@ -51,7 +47,7 @@ def saturation(options: dict) -> int:
 SCHEMA = {'type': 'object',
  'additionalProperties': False,
  'required': ['unit'],
- 'properties': {'unit': {'enum': ['tool_results', 'tool_calls', 'spans', 'messages', 'user_turns', 'tokens'],
+ 'properties': {'unit': {'enum': list(AGE_UNITS),
                          'description': 'tool_results, tool_calls (in call order, dangling calls included), '
                                         'spans (an assistant message with tool calls plus its results), '
                                         'messages, user_turns, or estimated tokens.'},
@@ -59,12 +55,18 @@ SCHEMA = {'type': 'object',
                           'description': 'Count only what matches this: items (tool_results, tokens), spans '
                                          'with a matching item (spans), or user turns with a matching item '
                                          '(user_turns).'},
-                'include_self': {'default': False, 'type': 'boolean',
+                'include_self': {'default': False,
+                                 'type': 'boolean',
                                  'description': 'Count the item itself too (when it is counted).'},
                 'gt': {'type': 'integer', 'minimum': 0, 'description': 'Greater than this.'},
                 'gte': {'type': 'integer', 'minimum': 0, 'description': 'Greater than or equal to this.'},
                 'lt': {'type': 'integer', 'minimum': 0, 'description': 'Less than this.'},
-                'lte': {'type': 'integer', 'minimum': 0, 'description': 'Less than or equal to this.'}}}
+                'lte': {'type': 'integer', 'minimum': 0, 'description': 'Less than or equal to this.'}},
+ 'anyOf': [{'required': ['gt']}, {'required': ['gte']}, {'required': ['lt']}, {'required': ['lte']}],
+ 'dependentSchemas': {'among': {'properties': {'unit': {'enum': [name for name, unit in AGE_UNITS.items() if unit.among],
+                                                        'description': 'With among, the unit counts tool '
+                                                                       'results, spans, tokens or user '
+                                                                       'turns.'}}}}}
 
 KIND = MatcherKind('age', compile_age, 'How many units are newer than the item, counted from the newest (the newest item has age 0), compared with gt/gte/lt/lte.',
                    SCHEMA, History.AGE)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ..base import History, Matcher, MatcherKind, bounds, require_bound, with_defaults
+from ..base import History, Matcher, MatcherKind, bounds, with_defaults
 from ..estimators import utf8_len, utf16_len
 
 UNITS = ("chars", "bytes", "utf16", "tokens")
 
 
 def compile_size(options, ctx, path):
-    require_bound(options, ctx, path, "size")
     low, high = bounds(options)
     unit = with_defaults(options, SCHEMA)["unit"]
     if unit == "chars":
@@ -36,13 +35,15 @@ def compile_size(options, ctx, path):
 
 SCHEMA = {'type': 'object',
  'additionalProperties': False,
- 'properties': {'unit': {'default': 'chars', 'enum': ['chars', 'bytes', 'utf16', 'tokens'],
+ 'properties': {'unit': {'default': 'chars',
+                         'enum': ['chars', 'bytes', 'utf16', 'tokens'],
                          'description': "chars (default), UTF-8 bytes, UTF-16 code units (JavaScript's "
                                         'length), or estimated tokens.'},
                 'gt': {'type': 'integer', 'minimum': 0, 'description': 'Greater than this.'},
                 'gte': {'type': 'integer', 'minimum': 0, 'description': 'Greater than or equal to this.'},
                 'lt': {'type': 'integer', 'minimum': 0, 'description': 'Less than this.'},
-                'lte': {'type': 'integer', 'minimum': 0, 'description': 'Less than or equal to this.'}}}
+                'lte': {'type': 'integer', 'minimum': 0, 'description': 'Less than or equal to this.'}},
+ 'anyOf': [{'required': ['gt']}, {'required': ['gte']}, {'required': ['lt']}, {'required': ['lte']}]}
 
 KIND = MatcherKind('size', compile_size, "Size of the item's text, compared with gt/gte/lt/lte.",
                    SCHEMA, History.ITEM)

@@ -22,7 +22,8 @@ SCHEMA = {'anyOf': [{'type': 'boolean'},
             'properties': {'key': {'type': 'string',
                                    'minLength': 1,
                                    'description': "JMESPath into the call's arguments, e.g. 'path' or "
-                                                  "'file_path'."}}}]}
+                                                  "'file_path'.",
+                                   'maxLength': 1000}}}]}
 
 KIND = MatcherKind('superseded', compile_superseded, "A later call of the same tool repeats this result's call: the same arguments (true), or the same value at a JMESPath into the arguments ({key: path}, e.g. the same file read again).",
                    SCHEMA, History.LATER)

@@ -58,7 +58,9 @@ SCHEMA = {'type': 'object',
                              'anyOf': [{'type': 'string'},
                                        {'type': 'array', 'items': {'type': 'string'}, 'minItems': 1}]},
                 'regex': {'type': 'string', 'description': 'A regular expression searched in the text.'},
-                'ignore_case': {'default': False, 'type': 'boolean', 'description': 'Compare case-insensitively.'},
+                'ignore_case': {'default': False,
+                                'type': 'boolean',
+                                'description': 'Compare case-insensitively.'},
                 'empty': {'type': 'boolean', 'description': 'The text is empty or only whitespace.'}}}
 
 KIND = MatcherKind('text', compile_text, "Tests on the item's text (a result's content, an assistant turn's text); all given tests must hold.",

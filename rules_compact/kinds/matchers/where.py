@@ -25,7 +25,7 @@ def compile_where(expression, ctx, path):
 
     return Matcher(select, KIND, cost=8)
 
-SCHEMA = {'type': 'string', 'minLength': 1}
+SCHEMA = {'type': 'string', 'minLength': 1, 'maxLength': 1000}
 
 KIND = MatcherKind('where', compile_where, "A JMESPath expression over {item, message, call, args}; the item matches when the result is truthy. args are the call's JSON-decoded arguments, or null.",
                    SCHEMA, History.ITEM)
