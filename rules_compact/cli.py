@@ -18,6 +18,7 @@ from .plugins import PluginError, extended_schema, registry
 from .resources import rule_schema
 from .analysis import conversation_stats, decision_changes
 from .plot import plot_rounds
+from .readers import Conversation
 from .recall import References
 from .replay import Replay, cold_rounds, parse_price, replay, round_starts
 from .report import PassReport, Report
@@ -55,18 +56,18 @@ def cmd_apply(args) -> int:
     if args.report and args.input != "-" and _same_file(args.report, args.input):
         raise InputError(f"{args.report}: REPORT is the INPUT file")
     rulesets = _rules(args)
-    convs = read_conversations_from(args.input)
-    if args.in_place and not (len(convs) == 1 and convs[0].source_format == "messages"):
-        what = f"an agent log ({convs[0].source_format})" if convs else "empty"
+    read = _read(args.input, args.format)
+    convs = [c for c, _ in read]
+    logs = [c for c in convs if c.source_format != "messages"]
+    if args.in_place and (logs or not convs):
+        what = f"an agent log ({logs[0].source_format})" if logs else "empty"
         raise InputError(f"{args.input}: is {what}; --in-place would rewrite it in another shape; "
                          "write the result with -o")
-    results = [compact(c.messages, rulesets, format=args.format or c.format) for c in convs]
+    results = [compact(c.messages, rulesets, format=fmt) for c, fmt in read]
+    text = _output(convs, results)
     if len(convs) == 1:
-        text = dump_json(convs[0].with_messages(results[0].messages))
         report = results[0].report.to_dict()
-    else:  # one conversation per line (JSONL)
-        text = "".join(json.dumps(c.with_messages(r.messages), ensure_ascii=False) + "\n"
-                       for c, r in zip(convs, results))
+    else:
         report = {"conversations": [{"name": c.name, **r.report.to_dict()} for c, r in zip(convs, results)]}
     if args.report:
         write_atomic(args.report, dump_json(report))
@@ -89,6 +90,42 @@ def cmd_apply(args) -> int:
                 print(f"{PROG}: warning: {prefix}still over budget: {tokens:,} estimated tokens > {limit:,} "
                       f"(over_budget_tokens of {ruleset!r})", file=sys.stderr)
     return 0
+
+
+def _output(convs: list[Conversation], results: list) -> str:
+    """What ``apply`` writes: each conversation in its input's shape (README, "Command line").
+
+    A message list or request body comes back as one (the body with only its messages or
+    ``input`` changed); a file of one message per line, one message per line; a log, its API
+    message list; a file of several conversations, one conversation per line (JSONL).
+    """
+    if len(convs) == 1 and convs[0].one_per_line:
+        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in results[0].messages)
+    if len(convs) == 1:
+        return dump_json(convs[0].with_messages(results[0].messages))
+    return "".join(json.dumps(c.with_messages(r.messages), ensure_ascii=False) + "\n"
+                   for c, r in zip(convs, results))
+
+
+def _read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
+    """Each conversation of a file with the format its rules see: ``--format``, else the detected one.
+
+    A forced format that finds fewer items (tool results and assistant turns) than the
+    detected one, none at all for instance, gets a warning saying which format the content
+    looks like.
+    """
+    read = []
+    for conv in read_conversations_from(path):
+        fmt = forced or conv.format
+        if fmt != conv.format and conv.messages:
+            found = len(FORMATS[fmt].scan(conv.messages).items)
+            detected = len(FORMATS[conv.format].scan(conv.messages).items)
+            if found < detected:
+                what = f"finds only {found} of the {detected}" if found else f"finds none of the {detected}"
+                print(f"{PROG}: warning: {conv.name}: --format {fmt} {what} tool results and assistant turns; "
+                      f"the content looks like {conv.format} (--format {conv.format})", file=sys.stderr)
+        read.append((conv, fmt))
+    return read
 
 
 def summary(report: Report) -> str:
@@ -147,8 +184,8 @@ def explain_pass(p: PassReport) -> list[str]:
 def cmd_explain(args) -> int:
     rulesets = _rules(args)
     out: list[str] = []
-    for conv in read_conversations_from(args.input):
-        result = compact(conv.messages, rulesets, format=args.format or conv.format)
+    for conv, fmt in _read(args.input, args.format):
+        result = compact(conv.messages, rulesets, format=fmt)
         origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
         out += ([""] if out else []) + [
             f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}"]
@@ -189,8 +226,7 @@ def cmd_tools(args) -> int:
 
 def cmd_audit(args) -> int:
     ruleset = _rules(args)[-1]
-    items = [item for conv in read_conversations_from(args.input)
-             for item in FORMATS[args.format or conv.format].scan(conv.messages).items]
+    items = [item for conv, fmt in _read(args.input, args.format) for item in FORMATS[fmt].scan(conv.messages).items]
     stats: dict[str, list[int]] = {}
     for item in items:
         names = item.call_names if item.kind == "assistant" else (item.tool_name or "(orphan)",)
@@ -224,7 +260,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _conversations(path: str, fmt: str | None) -> list[tuple[str, list, str]]:
     """``(name, messages, format)`` for each conversation in a file."""
-    return [(c.name, c.messages, fmt or c.format) for c in read_conversations_from(path)]
+    return [(c.name, c.messages, f) for c, f in _read(path, fmt)]
 
 
 def _progress(done: int, total: int, name: str) -> None:
@@ -264,7 +300,7 @@ def _share(before: int, after: int) -> str:
 
 def _replays(messages: list, fmt: str, sets: list[tuple[str, list]], price) -> list[Replay]:
     """One replay per rule set, sharing the conversation's references."""
-    references = References(messages, FORMATS[fmt], round_starts(messages))
+    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
     return [replay(messages, rulesets, fmt, price, label, references=references) for label, rulesets in sets]
 
 
@@ -286,12 +322,12 @@ def cmd_replay(args) -> int:
     primary = args.rules or ["default"]  # as in apply: the bundled default unless -r says otherwise
     sets = [("none", None), (" + ".join(primary), [load_rules(r) for r in primary])]
     sets += [(name, [load_rules(name)]) for name in args.compare or []]
-    for conv in read_conversations_from(args.input):
-        name, messages, fmt = conv.name, conv.messages, args.format or conv.format
+    for conv, fmt in _read(args.input, args.format):
+        name, messages = conv.name, conv.messages
         results = _replays(messages, fmt, sets, price)
         cache = "cache never expires"
         if args.cache_expiry:
-            cold = cold_rounds(conv.timestamps, round_starts(messages), price.lifetime)
+            cold = cold_rounds(conv.timestamps, round_starts(messages, fmt), price.lifetime)
             results = [r.expire(cold) for r in results]
             cache = (f"cache expires after {_lifetime(price.lifetime)}: {sum(cold)} rounds found it expired"
                      if conv.timestamps is not None else "no timestamps in this log: cache never expires")
@@ -380,8 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("apply", help="compact a conversation and write it out")
     p.add_argument("input", metavar="INPUT",
-                   help="conversation JSON file or agent log (Claude Code, SWE-agent, mini-swe-agent, tau-bench, "
-                        "tau2, OpenHands), or - for stdin")
+                   help="conversation JSON/JSONL file (messages, request body, Responses items or body) or "
+                        "agent log (Claude Code, Codex, SWE-agent, mini-swe-agent, tau-bench, tau2, OpenHands), "
+                        "or - for stdin")
     rules_option(p)
     p.add_argument("-o", "--output", metavar="OUTPUT", help="write here instead of stdout")
     p.add_argument("--in-place", action="store_true", help="overwrite INPUT (atomically)")

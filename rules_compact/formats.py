@@ -118,6 +118,10 @@ class Format:
     def scan(self, messages: list) -> Scan:
         return _build_scan(messages, self)
 
+    def response_starts(self, messages: list) -> list[int]:
+        """Where each model response starts (a ``replay`` round ends before it): every assistant message."""
+        return [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
+
     def text_blocks(self, msg: Any) -> list[str]:
         """The texts of a message's text blocks (a string content is one block)."""
         content = msg.get("content") if isinstance(msg, dict) else None

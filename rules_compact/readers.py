@@ -1,17 +1,22 @@
 """Readers for real agent logs: each log becomes one or more API-format conversations.
 
 ``read_conversations(raw, name)`` looks at the content (never at the file name) and
-returns a list of :class:`Conversation`, each an OpenAI Chat Completions or
-Anthropic Messages message list.  Understood inputs (``source_format``):
+returns a list of :class:`Conversation`, each an OpenAI Chat Completions, Anthropic
+Messages or OpenAI Responses API item list.  Understood inputs (``source_format``):
 
 ``messages``
-    A plain message list, or an object with a ``messages`` list (a request body);
-    kept as it is.  A JSONL file whose lines are messages is one conversation; a
-    JSONL file whose lines are request bodies (a fine-tuning data set) is one
-    conversation per line.
+    Input already in an API format, kept as it is: a message list, or an object with a
+    ``messages`` list (a request body); a list of Responses API input items, or an object
+    with an ``input`` list of them (a Responses request body).  A JSONL file whose lines are
+    messages (or Responses items) is one conversation; a JSONL file whose lines are request
+    bodies (a fine-tuning data set) is one conversation per line.
 ``claude-code``
     A Claude Code session (or subagent) JSONL file, converted to Anthropic
     Messages (see :func:`claude_code_messages`).
+``codex``
+    An OpenAI Codex CLI rollout (``~/.codex/sessions/**/rollout-*.jsonl``), current
+    (``session_meta`` / ``response_item`` / ``compacted`` ... lines) or legacy (a meta line,
+    then one item per line): the Responses items Codex sends (see :func:`codex_items`).
 ``swe-agent``
     A SWE-agent ``.traj`` file: its ``history`` as SWE-agent sends it to the model
     (``tool_call_ids[0]`` becomes ``tool_call_id``; ``agent``, ``message_type``,
@@ -29,36 +34,42 @@ Anthropic Messages message list.  Understood inputs (``source_format``):
 ``openhands``
     An OpenHands event stream (a list of events, an object with a ``history`` of
     events, or an ``output.jsonl`` with one such object per line): see
-    :func:`openhands_messages`.
+    :func:`openhands_messages`; OpenDevin-era output, whose ``history`` is a list of
+    ``[action, observation]`` pairs: see :func:`opendevin_messages`.
 
-Files holding several conversations name them ``NAME#1``, ``NAME#2``, ... (the
-N-th conversation of the file, counting from 1).  Content that is none of these
-raises :class:`~rules_compact.errors.InputError` with one line starting with
-``NAME:``; so does a known log with missing keys or values of the wrong type.
+Each source format is one section of this module, registered in :data:`READERS`, which
+says in which order the formats are tried.  Files holding several conversations name
+them ``NAME#1``, ``NAME#2``, ... (the N-th conversation of the file, counting from 1).
+Content that is none of these raises :class:`~rules_compact.errors.InputError` with one
+line starting with ``NAME:``; so does a known log with missing keys or values of the
+wrong type.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from .errors import InputError
 from .formats import detect_format
+from .responses_format import RESPONSES, is_responses_input
 
 __all__ = [
     "Conversation",
+    "READERS",
     "SOURCE_FORMATS",
     "read_conversations",
     "parse_conversations",
     "claude_code_messages",
+    "codex_items",
     "swe_agent_messages",
     "tau2_messages",
     "openhands_messages",
+    "opendevin_messages",
 ]
-
-SOURCE_FORMATS = ("messages", "claude-code", "swe-agent", "mini-swe-agent", "tau-bench", "tau2", "openhands")
 
 
 @dataclass(frozen=True)
@@ -69,18 +80,22 @@ class Conversation:
     skipped, responses regrouped, calls left without a result ...).  ``envelope``
     is the JSON value the messages came from when the input was already a message
     list or request body (``source_format == "messages"``), so that a result can be
-    written back in the same shape; it is ``None`` for converted logs.  ``timestamps``
-    gives, per message, when the log says it was written (seconds since the epoch; ``None``
-    for a message without one), for the logs that record it (Claude Code, OpenHands,
-    tau2); it is ``None`` when no message has one.
+    written back in the same shape; it is ``None`` for converted logs.  ``body_key``
+    is the key of the messages in a request body (``messages``, or ``input`` for a
+    Responses body); ``one_per_line`` is true when the file held one message per line.
+    ``timestamps`` gives, per message, when the log says it was written (seconds since
+    the epoch; ``None`` for a message without one), for the logs that record it (Claude
+    Code, OpenHands, tau2); it is ``None`` when no message has one.
     """
 
     name: str
-    format: str  # "openai" | "anthropic"
+    format: str  # "openai" | "anthropic" | "responses"
     messages: list
     source_format: str
     notes: tuple[str, ...] = ()
     envelope: Any = field(default=None, repr=False, compare=False)
+    body_key: str = "messages"
+    one_per_line: bool = False
     timestamps: tuple[float | None, ...] | None = field(default=None, repr=False, compare=False)
 
     def with_messages(self, messages: list) -> Any:
@@ -90,7 +105,7 @@ class Conversation:
         message list.
         """
         if isinstance(self.envelope, dict):
-            return {**self.envelope, "messages": messages}
+            return {**self.envelope, self.body_key: messages}
         return messages
 
 
@@ -112,6 +127,8 @@ class _Draft:
     format: str
     notes: list[str] = field(default_factory=list)
     envelope: Any = None
+    body_key: str = "messages"
+    one_per_line: bool = False
     timestamps: tuple[float | None, ...] | None = None
 
 
@@ -179,33 +196,51 @@ def _guard(name: str, build) -> list[_Draft]:
 def _finish(name: str, drafts: list[_Draft]) -> list[Conversation]:
     many = len(drafts) > 1
     return [Conversation(f"{name}#{i}" if many else name, d.format, d.messages, d.source_format,
-                         tuple(d.notes), d.envelope, d.timestamps)
+                         tuple(d.notes), d.envelope, d.body_key, d.one_per_line, d.timestamps)
             for i, d in enumerate(drafts, 1)]
 
 
-# --- detection ------------------------------------------------------------------------------------
+def _from_records(records: list[tuple[int, Any]]) -> list[_Draft]:
+    """A JSONL file: read whole by the first ``lines`` reader that knows it, else one document per line."""
+    if not records:
+        raise _Bad("no JSON value in the file")
+    for reader in READERS:
+        if reader.kind == "lines" and reader.detect(records):
+            return reader.read(records)
+    drafts: list[_Draft] = []
+    for lineno, record in records:
+        try:
+            drafts += _from_value(record)
+        except _Bad as exc:
+            raise _Bad(str(exc), exc.line if exc.line is not None else lineno) from None
+    return drafts
 
-CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "system", "progress", "summary", "file-history-snapshot",
-                               "queue-operation", "attachment"})
-CLAUDE_CODE_KEYS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+
+def _from_value(data: Any) -> list[_Draft]:
+    """One JSON value: read by the first ``object`` / ``list`` reader that knows it."""
+    kind = "object" if isinstance(data, dict) else "list" if isinstance(data, list) else None
+    if kind is None:
+        raise _Bad(f"expected a list of messages or an object with a 'messages' list, got {_describe(data)}")
+    for reader in READERS:
+        if reader.kind == kind and reader.detect(data):
+            return reader.read(data)
+    if kind == "object":
+        keys = ", ".join(list(map(str, data))[:8]) or "none"
+        raise _Bad(f"expected a list of messages or an object with a 'messages' list; the object has keys: {keys}")
+    if is_responses_input(data):
+        i, item = next((i, m) for i, m in enumerate(data) if not _is_item(m))
+        raise _Bad(f"a list of Responses items whose item {i} is not a Responses item (an object with a string "
+                   f"'type' or 'role'): {_describe(item)}")
+    i, item = next((i, m) for i, m in enumerate(data) if not _is_message(m))
+    raise _Bad(f"a list whose items are neither messages nor a known log format: item {i} is not a message "
+               "(an object with a string 'role')")
+
+
+# --- shared helpers -------------------------------------------------------------------------------
 
 
 def _is_message(x: Any) -> bool:
     return isinstance(x, dict) and isinstance(x.get("role"), str)
-
-
-def _is_event(x: Any) -> bool:
-    return (isinstance(x, dict) and "role" not in x
-            and (isinstance(x.get("action"), str) or isinstance(x.get("observation"), str)))
-
-
-def _is_claude_code_line(x: Any) -> bool:
-    return (isinstance(x, dict) and isinstance(x.get("type"), str) and x["type"] in CLAUDE_CODE_TYPES
-            and any(k in x for k in CLAUDE_CODE_KEYS))
-
-
-def _is_claude_code(records: list[tuple[int, Any]]) -> bool:
-    return any(_is_claude_code_line(r) for _, r in records)
 
 
 _TYPE_NAMES = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
@@ -218,92 +253,6 @@ def _describe(x: Any) -> str:
     return "null" if x is None else _TYPE_NAMES.get(type(x), f"a {type(x).__name__}")
 
 
-def _from_records(records: list[tuple[int, Any]]) -> list[_Draft]:
-    """A JSONL file: a Claude Code log, a message per line, or one document per line."""
-    if not records:
-        raise _Bad("no JSON value in the file")
-    if _is_claude_code(records):
-        messages, notes, times = _claude_code(records)
-        return [_Draft(messages, "claude-code", "anthropic", notes, timestamps=times)]
-    if all(_is_message(r) for _, r in records):
-        messages = [r for _, r in records]
-        return [_Draft(messages, "messages", detect_format(messages), ["JSONL with one message per line"])]
-    drafts: list[_Draft] = []
-    for lineno, record in records:
-        try:
-            drafts += _from_value(record)
-        except _Bad as exc:
-            raise _Bad(str(exc), exc.line if exc.line is not None else lineno) from None
-    return drafts
-
-
-def _from_value(data: Any) -> list[_Draft]:
-    if isinstance(data, dict):
-        return _from_object(data)
-    if isinstance(data, list):
-        return _from_list(data)
-    raise _Bad(f"expected a list of messages or an object with a 'messages' list, got {_describe(data)}")
-
-
-def _from_object(data: dict) -> list[_Draft]:
-    fmt = data.get("trajectory_format")
-    if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
-        messages = _message_list(data.get("messages"), "'messages'")
-        return [_Draft(messages, "mini-swe-agent", "openai")]
-    if "trajectory" in data and "history" in data:
-        messages, notes = swe_agent_messages(data.get("history"))
-        return [_Draft(messages, "swe-agent", "openai", notes)]
-    if "simulations" in data:
-        sims = data.get("simulations")
-        if not isinstance(sims, list):
-            raise _Bad(f"tau2 results: 'simulations' is {_describe(sims)}, not a list")
-        drafts = []
-        for i, sim in enumerate(sims):
-            if not isinstance(sim, dict):
-                raise _Bad(f"tau2 results: simulation {i} is {_describe(sim)}, not an object")
-            try:
-                messages, notes, times = _tau2(sim.get("messages"))
-            except _Bad as exc:
-                raise _Bad(f"tau2 simulation {i}: {exc}") from None
-            sim_id = sim.get("id") or sim.get("task_id")
-            drafts.append(_Draft(messages, "tau2", "openai",
-                                 ([f"simulation {sim_id}"] if isinstance(sim_id, str) else []) + notes,
-                                 timestamps=times))
-        return drafts
-    if _is_claude_code_line(data):
-        messages, notes, times = _claude_code([(1, data)])
-        return [_Draft(messages, "claude-code", "anthropic", notes, timestamps=times)]
-    if isinstance(data.get("history"), list) and all(_is_event(e) for e in data["history"]):
-        messages, notes, times = _openhands(data["history"])
-        return [_Draft(messages, "openhands", "openai", notes, timestamps=times)]
-    if isinstance(data.get("traj"), list) and "task_id" in data:
-        return [_tau_bench_draft(data, 0)]
-    if "messages" in data:
-        messages = data["messages"]
-        if not isinstance(messages, list):
-            raise _Bad(f"'messages' must be a list, got {_describe(messages)}")
-        for i, msg in enumerate(messages):
-            if not _is_message(msg):
-                raise _Bad(f"message {i} is not a message (an object with a string 'role'); "
-                           "not a known conversation format")
-        return [_Draft(messages, "messages", detect_format(messages), envelope=data)]
-    keys = ", ".join(list(map(str, data))[:8]) or "none"
-    raise _Bad(f"expected a list of messages or an object with a 'messages' list; the object has keys: {keys}")
-
-
-def _from_list(data: list) -> list[_Draft]:
-    if all(_is_message(m) for m in data):
-        return [_Draft(data, "messages", detect_format(data), envelope=data)]
-    if all(isinstance(r, dict) and isinstance(r.get("traj"), list) for r in data):
-        return [_tau_bench_draft(r, i) for i, r in enumerate(data)]
-    if all(_is_event(e) for e in data):
-        messages, notes, times = _openhands(data)
-        return [_Draft(messages, "openhands", "openai", notes, timestamps=times)]
-    i, item = next((i, m) for i, m in enumerate(data) if not _is_message(m))
-    raise _Bad(f"a list whose items are neither messages nor a known log format: item {i} is not a message "
-               "(an object with a string 'role')")
-
-
 def _message_list(value: Any, what: str) -> list:
     if not isinstance(value, list):
         raise _Bad(f"{what} is {_describe(value)}, not a list of messages")
@@ -311,6 +260,108 @@ def _message_list(value: Any, what: str) -> list:
         if not _is_message(msg):
             raise _Bad(f"{what}: message {i} is not a message (an object with a string 'role'): {_describe(msg)}")
     return value
+
+
+def _counts(counter: Counter, unit: str) -> str:
+    """``"3 event_msg, 1 session_meta lines"``: a counter, largest first."""
+    parts = [f"{n} {kind}" for kind, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return ", ".join(parts) + f" {unit}"
+
+
+# --- messages: input already in an API format -----------------------------------------------------
+
+
+def _is_message_lines(records: list[tuple[int, Any]]) -> bool:
+    return all(_is_message(r) for _, r in records)
+
+
+def _message_lines(records: list[tuple[int, Any]]) -> list[_Draft]:
+    messages = [r for _, r in records]
+    return [_Draft(messages, "messages", detect_format(messages), ["JSONL with one message per line"],
+                   one_per_line=True)]
+
+
+def _message_body(data: dict) -> list[_Draft]:
+    messages = data["messages"]
+    if not isinstance(messages, list):
+        raise _Bad(f"'messages' must be a list, got {_describe(messages)}")
+    for i, msg in enumerate(messages):
+        if not _is_message(msg):
+            raise _Bad(f"message {i} is not a message (an object with a string 'role'); "
+                       "not a known conversation format")
+    return [_Draft(messages, "messages", detect_format(messages), envelope=data)]
+
+
+def _is_message_list(data: list) -> bool:
+    return all(_is_message(m) for m in data)
+
+
+def _message_list_draft(data: list) -> list[_Draft]:
+    return [_Draft(data, "messages", detect_format(data), envelope=data)]
+
+
+# Responses API input: items are messages (a string ``role``) or typed items (a string ``type``:
+# function_call, function_call_output, reasoning ...); see rules_compact.responses_format.
+
+def _is_item(x: Any) -> bool:
+    return isinstance(x, dict) and (isinstance(x.get("type"), str) or isinstance(x.get("role"), str))
+
+
+def _is_item_lines(records: list[tuple[int, Any]]) -> bool:
+    items = [r for _, r in records]
+    return all(_is_item(r) for r in items) and is_responses_input(items)
+
+
+def _item_lines(records: list[tuple[int, Any]]) -> list[_Draft]:
+    return [_Draft([r for _, r in records], "messages", "responses", ["JSONL with one Responses item per line"],
+                   one_per_line=True)]
+
+
+def _is_item_list(data: list) -> bool:
+    return all(_is_item(m) for m in data) and is_responses_input(data)
+
+
+def _item_list(data: list) -> list[_Draft]:
+    return [_Draft(data, "messages", "responses", envelope=data)]
+
+
+def _is_responses_body(data: dict) -> bool:
+    return "input" in data and "messages" not in data
+
+
+def _responses_body(data: dict) -> list[_Draft]:
+    """A Responses request body (``{"model", "input": [...], "instructions", "tools" ...}``): its ``input``."""
+    items = data["input"]
+    if not isinstance(items, list):
+        raise _Bad(f"'input' must be a list of Responses items, got {_describe(items)}")
+    for i, item in enumerate(items):
+        if not _is_item(item):
+            raise _Bad(f"'input' item {i} is not a Responses item (an object with a string 'type' or 'role'): "
+                       f"{_describe(item)}")
+    return [_Draft(items, "messages", "responses", envelope=data, body_key="input")]
+
+
+# --- mini-swe-agent -------------------------------------------------------------------------------
+
+
+def _is_mini_swe_agent(data: dict) -> bool:
+    fmt = data.get("trajectory_format")
+    return isinstance(fmt, str) and fmt.startswith("mini-swe-agent")
+
+
+def _mini_swe_agent(data: dict) -> list[_Draft]:
+    return [_Draft(_message_list(data.get("messages"), "'messages'"), "mini-swe-agent", "openai")]
+
+
+# --- tau-bench ------------------------------------------------------------------------------------
+
+
+def _is_tau_bench_result(data: dict) -> bool:
+    return isinstance(data.get("traj"), list) and "task_id" in data
+
+
+def _is_tau_bench_list(data: list) -> bool:
+    return all(isinstance(r, dict) and isinstance(r.get("traj"), list) for r in data)
 
 
 def _tau_bench_draft(result: dict, i: int) -> _Draft:
@@ -323,6 +374,25 @@ def _tau_bench_draft(result: dict, i: int) -> _Draft:
 
 
 # --- Claude Code ----------------------------------------------------------------------------------
+
+CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "system", "progress", "summary", "file-history-snapshot",
+                               "queue-operation", "attachment"})
+CLAUDE_CODE_KEYS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+
+
+def _is_claude_code_line(x: Any) -> bool:
+    return (isinstance(x, dict) and isinstance(x.get("type"), str) and x["type"] in CLAUDE_CODE_TYPES
+            and any(k in x for k in CLAUDE_CODE_KEYS))
+
+
+def _is_claude_code(records: list[tuple[int, Any]]) -> bool:
+    return any(_is_claude_code_line(r) for _, r in records)
+
+
+def _claude_code(records: list[tuple[int, Any]]) -> list[_Draft]:
+    messages, notes, times = _claude_code_timed(records)
+    return [_Draft(messages, "claude-code", "anthropic", notes, timestamps=times)]
+
 
 BLOCK_FIELDS = {
     "text": ("type", "text"),
@@ -391,11 +461,11 @@ def claude_code_messages(records: Iterable[tuple[int, Any]]) -> tuple[list, list
     * Every message is ``{"role", "content": [blocks]}`` with only API fields in the
       blocks (``toolUseResult`` copies, ``caller``, and all line metadata dropped).
     """
-    messages, notes, _ = _claude_code(records)
+    messages, notes, _ = _claude_code_timed(records)
     return messages, notes
 
 
-def _claude_code(records: Iterable[tuple[int, Any]]) -> tuple[list, list[str], tuple | None]:
+def _claude_code_timed(records: Iterable[tuple[int, Any]]) -> tuple[list, list[str], tuple | None]:
     """:func:`claude_code_messages`, and each message's time: that of its first line."""
     entries = [(n, d) for n, d in records]
     for n, d in entries:
@@ -559,6 +629,16 @@ def _timestamps(values: Iterable[Any]) -> tuple[float | None, ...] | None:
 # --- SWE-agent ------------------------------------------------------------------------------------
 
 
+def _is_swe_agent(data: dict) -> bool:
+    return "trajectory" in data and "history" in data
+
+
+def _swe_agent(data: dict) -> list[_Draft]:
+    messages, notes = swe_agent_messages(data.get("history"))
+    return [_Draft(messages, "swe-agent", "openai", notes)]
+
+
+
 def swe_agent_messages(history: Any) -> tuple[list, list[str]]:
     """The messages SWE-agent sends for a ``.traj`` ``history`` (its ``_history_to_messages``).
 
@@ -609,6 +689,29 @@ def swe_agent_messages(history: Any) -> tuple[list, list[str]]:
 # --- tau2 -----------------------------------------------------------------------------------------
 
 
+def _is_tau2(data: dict) -> bool:
+    return "simulations" in data
+
+
+def _tau2(data: dict) -> list[_Draft]:
+    sims = data.get("simulations")
+    if not isinstance(sims, list):
+        raise _Bad(f"tau2 results: 'simulations' is {_describe(sims)}, not a list")
+    drafts = []
+    for i, sim in enumerate(sims):
+        if not isinstance(sim, dict):
+            raise _Bad(f"tau2 results: simulation {i} is {_describe(sim)}, not an object")
+        try:
+            messages, notes, times = _tau2_timed(sim.get("messages"))
+        except _Bad as exc:
+            raise _Bad(f"tau2 simulation {i}: {exc}") from None
+        sim_id = sim.get("id") or sim.get("task_id")
+        drafts.append(_Draft(messages, "tau2", "openai",
+                             ([f"simulation {sim_id}"] if isinstance(sim_id, str) else []) + notes, timestamps=times))
+    return drafts
+
+
+
 def tau2_messages(raw_messages: Any) -> tuple[list, list[str]]:
     """One tau2 simulation's messages as the agent saw them, in OpenAI format.
 
@@ -622,11 +725,11 @@ def tau2_messages(raw_messages: Any) -> tuple[list, list[str]]:
     ``timestamp``, ``cost``, ``usage``, ``raw_data`` are dropped.  The agent's
     system prompt is not stored in the file, so there is no system message.
     """
-    messages, notes, _ = _tau2(raw_messages)
+    messages, notes, _ = _tau2_timed(raw_messages)
     return messages, notes
 
 
-def _tau2(raw_messages: Any) -> tuple[list, list[str], tuple | None]:
+def _tau2_timed(raw_messages: Any) -> tuple[list, list[str], tuple | None]:
     """:func:`tau2_messages`, and each message's ``timestamp``."""
     if not isinstance(raw_messages, list):
         raise _Bad(f"'messages' is {_describe(raw_messages)}, not a list")
@@ -676,6 +779,35 @@ def _tau2_call(call: Any, i: int) -> dict:
 
 
 # --- OpenHands ------------------------------------------------------------------------------------
+
+
+def _is_event(x: Any) -> bool:
+    return (isinstance(x, dict) and "role" not in x
+            and (isinstance(x.get("action"), str) or isinstance(x.get("observation"), str)))
+
+
+def _is_openhands_output(data: dict) -> bool:
+    return isinstance(data.get("history"), list) and all(_is_event(e) for e in data["history"])
+
+
+def _is_event_list(data: list) -> bool:
+    return all(_is_event(e) for e in data)
+
+
+def _openhands(events: list) -> list[_Draft]:
+    messages, notes, times = _openhands_timed(events)
+    return [_Draft(messages, "openhands", "openai", notes, timestamps=times)]
+
+
+def _is_opendevin_output(data: dict) -> bool:
+    history = data.get("history")
+    return isinstance(history, list) and bool(history) and all(isinstance(pair, list) for pair in history)
+
+
+def _opendevin(data: dict) -> list[_Draft]:
+    messages, notes = opendevin_messages(data["history"])
+    return [_Draft(messages, "openhands", "openai", notes)]
+
 
 # Actions and observations that ConversationMemory never turns into messages.
 OPENHANDS_SKIPPED_ACTIONS = frozenset({"change_agent_state", "recall", "condensation", "condensation_request",
@@ -952,13 +1084,280 @@ def openhands_messages(events: Any) -> tuple[list, list[str]]:
       ``content`` as logged (OpenHands appends a few status lines, such as the exit
       code, when it renders a command's output for the model).
     """
-    messages, notes, _ = _openhands(events)
+    messages, notes, _ = _openhands_timed(events)
     return messages, notes
 
 
-def _openhands(events: Any) -> tuple[list, list[str], tuple | None]:
+def _openhands_timed(events: Any) -> tuple[list, list[str], tuple | None]:
     """:func:`openhands_messages`, and each message's time: that of the event it came from (an
     assistant message with calls: the first of its actions)."""
     if not isinstance(events, list):
         raise _Bad(f"OpenHands history is {_describe(events)}, not a list of events")
     return _OpenHands().run(events)
+
+
+def opendevin_messages(history: Any) -> tuple[list, list[str]]:
+    """OpenAI messages from an OpenDevin-era (mid-2024) ``history``: a list of ``[action, observation]`` pairs.
+
+    OpenDevin's agents turned each pair into the action's message and then its
+    observation's; the pairs are read as the event stream ``action, observation, ...``
+    and converted by :func:`openhands_messages`, whose legacy positional pairing makes
+    the observation of a pair the result of its action.  Other keys of the output line
+    (``instruction``, ``metadata``, a ``messages`` list of plain strings ...) are ignored.
+    """
+    if not isinstance(history, list):
+        raise _Bad(f"OpenDevin history is {_describe(history)}, not a list of [action, observation] pairs")
+    events: list = []
+    for i, pair in enumerate(history):
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], dict)
+                and isinstance(pair[0].get("action"), str) and isinstance(pair[1], dict)
+                and isinstance(pair[1].get("observation"), str)):
+            raise _Bad(f"OpenDevin history pair {i} is not [action, observation]: {_describe(pair)}")
+        events += pair
+    messages, notes = openhands_messages(events)
+    return messages, [f"OpenDevin output: {len(history)} [action, observation] pairs"] + notes
+
+
+# --- OpenAI Codex CLI rollouts --------------------------------------------------------------------
+
+CODEX_LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+#: Items a rollout records that Codex never sends to the model.
+CODEX_NOT_SENT = frozenset({"ghost_snapshot", "compaction_trigger"})
+#: Item types the ``responses`` format decides on; every other item passes through untouched.
+CODEX_DECIDED = frozenset({"message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+                           "custom_tool_call_output", "local_shell_call", "local_shell_call_output"})
+#: How the user messages Codex writes itself (instructions, environment) begin: context, not the user's words.
+CODEX_CONTEXT_PREFIXES = ("<user_instructions>", "<environment_context>", "# AGENTS.md instructions")
+CODEX_SUMMARY_BUDGET = 20_000  # tokens (4 bytes each) of the user's messages Codex keeps when it compacts
+
+
+def _is_codex_line(x: Any) -> bool:
+    return isinstance(x, dict) and x.get("type") in CODEX_LINE_TYPES and "payload" in x
+
+
+def _is_codex_legacy(records: list[tuple[int, Any]]) -> bool:
+    """A meta line (``id``, ``timestamp``, ``instructions`` ...), then items and ``record_type`` lines."""
+    first = records[0][1]
+    return (len(records) > 1 and isinstance(first, dict) and isinstance(first.get("id"), str) and "timestamp" in first
+            and not any(k in first for k in ("type", "role", "record_type", "payload"))
+            and all(_is_item(r) or (isinstance(r, dict) and "record_type" in r) for _, r in records[1:]))
+
+
+def _is_codex(records: list[tuple[int, Any]]) -> bool:
+    return _is_codex_legacy(records) or any(_is_codex_line(r) for _, r in records)
+
+
+def _codex(records: list[tuple[int, Any]]) -> list[_Draft]:
+    items, notes = codex_items(records)
+    return [_Draft(items, "codex", "responses", notes)]
+
+
+def _text_of(content: Any) -> str:
+    """Codex's text of a message: its non-empty text parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    parts = [p.get("text") for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    return "\n".join(t for t in parts if isinstance(t, str) and t)
+
+
+def _is_codex_message(item: Any, role: str) -> bool:
+    return (isinstance(item, dict) and item.get("role") == role
+            and (item.get("type") == "message" or "type" not in item))
+
+
+def _is_codex_context(item: Any) -> bool:
+    """An item of the initial context Codex builds from its settings: a developer message, instructions, environment."""
+    return _is_codex_message(item, "developer") or (
+        _is_codex_message(item, "user") and _text_of(item.get("content")).lstrip().startswith(CODEX_CONTEXT_PREFIXES))
+
+
+def _codex_user_text(item: Any) -> str | None:
+    """The text of a message the user wrote (not context), else ``None``."""
+    if not _is_codex_message(item, "user") or _is_codex_context(item):
+        return None
+    return _text_of(item.get("content"))
+
+
+def _codex_user_message(text: str) -> dict:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+class _Codex:
+    """State of a rollout conversion (see :func:`codex_items`)."""
+
+    def __init__(self) -> None:
+        self.history: list = []
+        self.notes: list[str] = []
+        self.skipped: Counter = Counter()  # line kind -> lines left out
+        self.dropped: Counter = Counter()  # item type -> items never sent
+        self.summaries: set[str] = set()  # summary messages inserted by compactions
+        self.start: str | None = None  # how the history after the last compacted line was made
+        self.legacy = False
+
+    def record(self, item: Any, line: int, what: str) -> None:
+        if not _is_item(item):
+            raise _Bad(f"{what} is {_describe(item)}, not a Responses item (an object with a string 'type' or 'role')",
+                       line)
+        kind = item.get("type")
+        if kind in CODEX_NOT_SENT or _is_codex_message(item, "system"):
+            self.dropped[kind if kind in CODEX_NOT_SENT else "system message"] += 1
+            return
+        self.history.append(item)
+
+    def compacted(self, payload: Any, line: int) -> None:
+        if not isinstance(payload, dict):
+            raise _Bad(f"a compacted line whose payload is {_describe(payload)}, not an object", line)
+        self.dropped.clear()  # what was before is replaced as a whole
+        replacement = payload.get("replacement_history")
+        if isinstance(replacement, list):
+            self.history = []
+            for i, item in enumerate(replacement):
+                self.record(item, line, f"compacted: replacement_history item {i}")
+            self.start = (f"started at the compacted line {line}: Codex replaced the history with its "
+                          f"replacement_history ({len(replacement)} items)")
+            return
+        message = payload.get("message")
+        if not isinstance(message, str):
+            raise _Bad("a compacted line with neither a 'replacement_history' list nor a 'message' string", line)
+        context = [it for it in self.history if _is_codex_context(it)]
+        said = [t for it in self.history if (t := _codex_user_text(it)) is not None and t not in self.summaries]
+        kept: list[str] = []
+        budget = CODEX_SUMMARY_BUDGET
+        for text in reversed(said):  # the newest messages that fit
+            cost = (len(text.encode("utf-8")) + 3) // 4
+            if cost > budget:
+                break
+            kept.insert(0, text)
+            budget -= cost
+        summary = message or "(no summary available)"
+        self.summaries.add(summary)
+        self.history = context + [_codex_user_message(t) for t in kept] + [_codex_user_message(summary)]
+        self.start = (f"started at the compacted line {line}: rebuilt what Codex sends after it: the initial "
+                      f"context recorded before it ({len(context)} items; Codex renders it anew from its settings), "
+                      f"the user's {len(kept)} last messages and the summary")
+        if len(kept) < len(said):
+            self.start += f" (the user's {len(said) - len(kept)} older messages are over Codex's 20,000-token budget)"
+
+    def roll_back(self, turns: Any, line: int) -> None:
+        """``thread_rolled_back``: drop the last ``turns`` user turns, as Codex does on resume."""
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns <= 0:
+            return
+        starts = [i for i, it in enumerate(self.history)
+                  if _codex_user_text(it) is not None or (isinstance(it, dict) and it.get("type") == "agent_message")]
+        if not starts:
+            return
+        cut = starts[0] if turns >= len(starts) else starts[-turns]
+        while cut > starts[0] and _is_codex_context(self.history[cut - 1]):
+            cut -= 1
+        self.notes.append(f"rolled back the last {turns} turns at line {line} (thread_rolled_back): "
+                          f"left out {len(self.history) - cut} items")
+        self.history = self.history[:cut]
+
+    def line(self, n: int, d: Any) -> None:
+        if not isinstance(d, dict):
+            raise _Bad(f"{_describe(d)}, not a Codex rollout line", n)
+        if "record_type" in d:  # legacy state snapshot
+            self.skipped[f"record_type {d['record_type']}" if isinstance(d["record_type"], str) else "record_type"] += 1
+        elif "payload" in d and isinstance(d.get("type"), str):
+            kind, payload = d["type"], d["payload"]
+            if kind == "response_item":
+                self.record(payload, n, "a response_item payload")
+            elif kind == "compacted":
+                self.compacted(payload, n)
+            elif kind == "event_msg" and isinstance(payload, dict) and payload.get("type") == "thread_rolled_back":
+                self.roll_back(payload.get("num_turns"), n)
+            else:
+                self.skipped[kind] += 1
+        elif _is_item(d):  # legacy: one item per line
+            self.legacy = True
+            self.record(d, n, "an item line")
+        else:
+            self.skipped["meta" if n == 1 or not self.history else "other"] += 1
+
+    def run(self, records: Iterable[tuple[int, Any]]) -> tuple[list, list[str]]:
+        for n, d in records:
+            self.line(n, d)
+        notes = (["legacy rollout: a meta line, then one item per line"] if self.legacy else [])
+        notes += ([self.start] if self.start else []) + self.notes
+        if self.skipped:
+            notes.append(f"left out {_counts(self.skipped, 'lines')} (session metadata, settings, UI events and "
+                         "state: not conversation items)")
+        if self.dropped:
+            notes.append(f"left out {_counts(self.dropped, 'items')} (recorded by Codex, never sent to the model)")
+        other = Counter(it.get("type", "message") for it in self.history
+                        if isinstance(it, dict) and it.get("type", "message") not in CODEX_DECIDED)
+        if other:
+            notes.append(f"{_counts(other, 'items')} pass through the rules untouched")
+        scan = RESPONSES.scan(self.history)
+        answered = {it.tool_call_id for it in scan.items if it.kind == "tool_result"}
+        dangling = [call_id for calls in scan.calls for call_id, _, _ in calls if call_id not in answered]
+        if dangling:
+            notes.append(f"{len(dangling)} calls without an output in the log (Codex sends an \"aborted\" output "
+                         "for them)")
+        return self.history, notes
+
+
+def codex_items(records: Iterable[tuple[int, Any]]) -> tuple[list, list[str]]:
+    """The Responses items Codex sends, from the lines ``(line number, object)`` of a rollout.
+
+    * Current rollouts: ``response_item`` lines hold the items, in the order Codex
+      recorded them (``message``, ``reasoning`` with its ``encrypted_content``,
+      ``function_call`` / ``function_call_output``, ``custom_tool_call`` /
+      ``custom_tool_call_output``, ``local_shell_call``, ``web_search_call`` ...), each
+      kept exactly as logged.  ``session_meta``, ``turn_context``, ``event_msg`` (UI
+      events), ``world_state`` and other lines are left out and counted in the notes.
+    * Legacy rollouts (before the ``{timestamp, type, payload}`` lines): a meta line
+      (``id``, ``timestamp``, ``instructions``, ``git``), then one item per line, mixed
+      with ``{"record_type": "state"}`` lines, which are left out.
+    * A ``compacted`` line replaces the history, as Codex does when it resumes: with
+      its ``replacement_history`` (newer Codex), or, with only a summary ``message``,
+      with the initial context recorded before it (developer messages, instructions and
+      environment messages), the user's last messages within Codex's 20,000-token
+      budget and the summary as a user message.  So the conversation starts from the
+      last ``compacted`` line.  A ``thread_rolled_back`` event drops the last turns.
+    * Items Codex records but never sends (``ghost_snapshot``, ``system`` messages)
+      are left out; calls whose output is missing stay dangling (Codex adds an
+      "aborted" output when it sends them).
+    """
+    return _Codex().run(records)
+
+
+# --- the table of readers -------------------------------------------------------------------------
+
+
+class _Reader(NamedTuple):
+    """A source format: ``detect`` looks at the content, ``read`` converts it to drafts.
+
+    ``kind`` is what it reads: ``lines`` a whole JSONL file (``[(line number, value)]``),
+    ``object`` or ``list`` one JSON value (a file, or one line of a JSONL file of documents).
+    """
+
+    name: str
+    kind: str  # "lines" | "object" | "list"
+    detect: Callable[[Any], bool]
+    read: Callable[[Any], list[_Draft]]
+
+
+#: Every reader, in the order they are tried: the first whose ``detect`` says yes reads the content.
+READERS: tuple[_Reader, ...] = (
+    _Reader("codex", "lines", _is_codex, _codex),
+    _Reader("claude-code", "lines", _is_claude_code, _claude_code),
+    _Reader("messages", "lines", _is_message_lines, _message_lines),
+    _Reader("messages", "lines", _is_item_lines, _item_lines),
+    _Reader("mini-swe-agent", "object", _is_mini_swe_agent, _mini_swe_agent),
+    _Reader("swe-agent", "object", _is_swe_agent, _swe_agent),
+    _Reader("tau2", "object", _is_tau2, _tau2),
+    _Reader("codex", "object", _is_codex_line, lambda data: _codex([(1, data)])),
+    _Reader("claude-code", "object", _is_claude_code_line, lambda data: _claude_code([(1, data)])),
+    _Reader("openhands", "object", _is_openhands_output, lambda data: _openhands(data["history"])),
+    _Reader("openhands", "object", _is_opendevin_output, _opendevin),
+    _Reader("tau-bench", "object", _is_tau_bench_result, lambda data: [_tau_bench_draft(data, 0)]),
+    _Reader("messages", "object", _is_responses_body, _responses_body),
+    _Reader("messages", "object", lambda data: "messages" in data, _message_body),
+    _Reader("messages", "list", _is_message_list, _message_list_draft),
+    _Reader("messages", "list", _is_item_list, _item_list),
+    _Reader("tau-bench", "list", _is_tau_bench_list, lambda data: [_tau_bench_draft(r, i) for i, r in enumerate(data)]),
+    _Reader("openhands", "list", _is_event_list, _openhands),
+)
+
+SOURCE_FORMATS = tuple(dict.fromkeys(reader.name for reader in READERS))

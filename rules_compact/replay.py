@@ -1,6 +1,6 @@
 """Cache-aware replay: what a rule set costs over a whole conversation, round by round.
 
-Each round's prompt is the history up to an assistant turn, compacted with the rules. A
+Each round's prompt is the history up to a model response, compacted with the rules. A
 provider serves from cache the longest prefix identical to the previous round's prompt; the
 rest is written anew. Cost weighs the two with the provider's prices (a price profile). The
 cache never expires unless asked: :func:`cold_rounds` names the rounds that came more than the
@@ -24,7 +24,7 @@ from .compactor import Compactor
 from .engine import step_boundary
 from .errors import InputError
 from .estimators import ESTIMATORS, Estimator
-from .formats import FORMATS, Format
+from .formats import FORMATS, Format, detect_format
 from .model import RuleSet
 from .recall import References
 from .view import Sizes
@@ -118,9 +118,9 @@ class Replay:
         return replace(self, cached_tokens=tuple(0 if c else hit for hit, c in zip(self.cached_tokens, cold)))
 
 
-def round_starts(messages: list) -> list[int]:
-    """Where each round's prompt ends: before every assistant message."""
-    return [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
+def round_starts(messages: list, fmt: str | None = None) -> list[int]:
+    """Where each round's prompt ends: before every model response (see ``Format.response_starts``)."""
+    return FORMATS[fmt or detect_format(messages)].response_starts(messages)
 
 
 def round_tokens(prompt: list, previous: list, tokens) -> tuple[int, int]:
@@ -168,7 +168,7 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
     rule sets on the same conversation)."""
     form: Format = FORMATS[fmt]
     tokens = _Tokens(form, estimator)
-    starts = round_starts(messages)
+    starts = round_starts(messages, fmt)
     refs = references or References(messages, form, starts)
     prompts, cached, kept = [], [], []
     previous: list = []
@@ -187,7 +187,7 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
 def step_schedule(messages: list, ruleset: RuleSet, fmt: str) -> tuple[int, ...]:
     """Per round, the boundary the rule file's own step puts there (the prompt end without a step)."""
     form = FORMATS[fmt]
-    starts = round_starts(messages)
+    starts = round_starts(messages, fmt)
     if ruleset.step is None:
         return tuple(starts)
     return tuple(step_boundary(ruleset.step, Sizes.of(messages[:end], form, ruleset)) for end in starts)
@@ -227,7 +227,7 @@ class StepSchedules:
         """``only``: consider these boundaries only (they must be candidates), e.g. one schedule's."""
         self.messages, self.fmt = messages, fmt
         self.content = replace(ruleset, step=None)
-        self.starts = round_starts(messages)
+        self.starts = round_starts(messages, fmt)
         form = FORMATS[fmt]
         tokens = _Tokens(form, estimator)
         last = self.starts[-1] if self.starts else 0

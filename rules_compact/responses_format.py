@@ -5,10 +5,13 @@ input=[...])`` and by Codex CLI rollouts.  Items the format understands:
 
 * ``message`` items (``type: message``, or the short form with only ``role`` and ``content``):
   ``content`` is a string or a list of ``input_text`` / ``output_text`` (and other) parts;
-* ``function_call`` ``{call_id, name, arguments}`` and ``custom_tool_call`` ``{call_id, name,
-  input}``: tool calls;
-* ``function_call_output`` / ``custom_tool_call_output`` ``{call_id, output}``: tool results;
-  ``output`` is a string or a list of ``input_text`` (and image/file) parts;
+* ``function_call`` ``{call_id, name, arguments}``, ``custom_tool_call`` ``{call_id, name,
+  input}`` and ``local_shell_call`` ``{call_id, action}`` (tool name ``local_shell``; its
+  ``action`` is never blanked): tool calls;
+* ``function_call_output`` / ``custom_tool_call_output`` ``{call_id, output}`` and
+  ``local_shell_call_output`` ``{id, output}``: tool results; ``output`` is a string or a list of
+  ``input_text`` (and image/file) parts (Codex answers a local shell call with a
+  ``function_call_output``);
 * ``reasoning`` items: **never altered and never decided on**.  They are often encrypted
   (``encrypted_content``), and the API rejects a ``function_call`` whose reasoning item is
   missing or changed, so no action ever receives one.
@@ -34,7 +37,10 @@ reasoning items alone is no item.  Its calls are every call of the turn (``has_t
 ``tool``, ``dangling``), its text is the message's text, and ``has_thinking`` is true when
 the turn holds a reasoning item.  ``strip-text`` edits the message item only (a text part that
 goes becomes the marker; the message is never left empty); ``clear-inputs`` on a result blanks
-its call's ``arguments`` to ``"{}"`` (``input`` to ``""`` for a custom tool call).
+its call's ``arguments`` to ``"{}"`` (``input`` to ``""`` for a custom tool call; a local shell
+call's ``action`` stays).  A model response starts at the first item of each turn
+(:meth:`ResponsesFormat.response_starts`), so ``replay`` counts a round for a turn made only of
+calls or of reasoning too.
 
 Spans, ages and the tail work as in the other formats: a span is a turn with calls plus the
 results right after it; a user turn is a ``user`` message with non-empty text.  The format has
@@ -53,12 +59,14 @@ from .formats import FORMATS, Format, Item, KeepText, Scan, assistant_item, dump
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
 
-CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
-RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
-CLEARED_INPUT = {"function_call": "{}", "custom_tool_call": ""}
+CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action"}
+RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+CLEARED_INPUT = {"function_call": "{}", "custom_tool_call": ""}  # a local shell call's action is never blanked
+LOCAL_SHELL = "local_shell"  # the tool name of a local_shell_call, which has no name
 TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text"})
 RESPONSES_ITEM_TYPES = frozenset({"function_call", "function_call_output", "reasoning", "custom_tool_call",
-                                  "custom_tool_call_output"})  # an item of one of these types: Responses input
+                                  "custom_tool_call_output", "local_shell_call", "local_shell_call_output"})
+# (an item of one of these types: Responses input)
 RESPONSES_PARTS = frozenset({"input_text", "output_text"})  # content parts only Responses input has
 
 
@@ -70,6 +78,12 @@ def _dicts(value: Any) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+def _type(x: dict) -> str | None:
+    """An item's or part's ``type`` when it is a string (a malformed one is no type)."""
+    kind = x.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _part_text(part: dict) -> str:
     return _str(part.get("text")) or _str(part.get("refusal"))
 
@@ -78,7 +92,7 @@ def content_text(content: Any) -> str:
     """Text of a string, or of a list of ``input_text`` / ``output_text`` / ``text`` parts."""
     if isinstance(content, str):
         return content
-    return "".join(_part_text(p) for p in _dicts(content) if p.get("type") in TEXT_PARTS)
+    return "".join(_part_text(p) for p in _dicts(content) if _type(p) in TEXT_PARTS)
 
 
 def _kind(item: Any) -> str:
@@ -89,6 +103,7 @@ def _kind(item: Any) -> str:
     kind = item.get("type")
     if kind == "message" or (kind is None and "role" in item):
         return "message"
+    kind = _type(item)
     if kind in CALL_TYPES:
         return "call"
     if kind in RESULT_TYPES:
@@ -111,9 +126,9 @@ def is_responses_input(messages: list) -> bool:
     for msg in messages:
         if not isinstance(msg, dict):
             continue
-        if msg.get("type") in RESPONSES_ITEM_TYPES:
+        if _type(msg) in RESPONSES_ITEM_TYPES:
             return True
-        if any(p.get("type") in RESPONSES_PARTS for p in _dicts(msg.get("content"))):
+        if any(_type(p) in RESPONSES_PARTS for p in _dicts(msg.get("content"))):
             return True
     return False
 
@@ -143,13 +158,13 @@ class ResponsesFormat(Format):
     def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
         if _kind(msg) != "call" or not isinstance(msg.get("call_id"), str):
             return []
-        name = msg.get("name")
+        name = LOCAL_SHELL if msg["type"] == "local_shell_call" else msg.get("name")
         return [(msg["call_id"], name if isinstance(name, str) else None, msg)]
 
     def results(self, msg: Any) -> list[tuple[str | None, None, bool, str]]:
         if _kind(msg) != "result":
             return []
-        call_id = msg.get("call_id")
+        call_id = msg.get("call_id", msg.get("id") if msg["type"] == "local_shell_call_output" else None)
         return [(call_id if isinstance(call_id, str) else None, None, False, content_text(msg.get("output")))]
 
     def is_user_turn(self, msg: Any) -> bool:
@@ -168,7 +183,7 @@ class ResponsesFormat(Format):
         content = msg.get("content")
         if isinstance(content, str):
             return [content]
-        return [_part_text(p) for p in _dicts(content) if p.get("type") in TEXT_PARTS and _part_text(p)]
+        return [_part_text(p) for p in _dicts(content) if _type(p) in TEXT_PARTS and _part_text(p)]
 
     def message_pieces(self, msg: Any) -> Iterable[str]:
         kind = _kind(msg)
@@ -209,6 +224,10 @@ class ResponsesFormat(Format):
             elif kind == "call" and self.calls(msg):
                 current.calls.append(i)
         return turns
+
+    def response_starts(self, messages: list) -> list[int]:
+        """Where each model response starts: the first item (reasoning, message or call) of every turn."""
+        return [turn.members[0] for turn in self._turns(messages)]
 
     def scan(self, messages: list) -> Scan:
         call_at: dict[str, tuple[dict, int, str | None]] = {}
@@ -308,7 +327,7 @@ class ResponsesFormat(Format):
         return False
 
     def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
-        if _kind(msg) != "call" or msg.get("call_id") not in call_ids:
+        if _kind(msg) != "call" or msg.get("call_id") not in call_ids or msg["type"] not in CLEARED_INPUT:
             return msg
         key, blank = CALL_TYPES[msg["type"]], CLEARED_INPUT[msg["type"]]
         return msg if msg.get(key) == blank else {**msg, key: blank}
@@ -339,7 +358,7 @@ def check_item_invariants(before: Any, after: Any, i: int) -> None:
     elif kind == "call":
         key = CALL_TYPES[before["type"]]
         assert _without(before, {key}) == _without(after, {key}), f"item {i}: a call's name or ids changed"
-        assert after.get(key) in (before.get(key), CLEARED_INPUT[before["type"]]), \
+        assert after.get(key) in (before.get(key), CLEARED_INPUT.get(before["type"], before.get(key))), \
             f"item {i}: a call's arguments changed to something other than the blank value"
     elif _is_assistant(before):
         assert _without(before, {"content"}) == _without(after, {"content"}), f"item {i}: a message's fields changed"

@@ -747,3 +747,122 @@ def test_output_file_gets_ordinary_permissions(work, capsys):
     finally:
         os.umask(umask)
     assert os.stat("fresh.json").st_mode & 0o777 == 0o644
+
+
+# --- Responses API input, output shapes, forced formats -----------------------------------------
+
+TRACES = ROOT / "tests" / "data" / "traces"
+#: A real Codex rollout: 39 model responses, each reasoning (all but one) and one shell call, no message.
+CODEX_ROLLOUT = TRACES / "codex" / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+
+
+@pytest.fixture
+def responses(work):
+    """The rollout's items as a bare Responses list (r.json) and as a request body (body.json)."""
+    items = [json.loads(line)["payload"] for line in CODEX_ROLLOUT.read_text(encoding="utf-8").splitlines()
+             if '"type":"response_item"' in line and '"ghost_snapshot"' not in line]
+    body = {"model": "gpt-5.1-codex", "instructions": "Be brief.", "input": items, "store": False,
+            "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]}
+    (work / "r.json").write_text(json.dumps(items), encoding="utf-8")
+    (work / "body.json").write_text(json.dumps(body), encoding="utf-8")
+    return items, body
+
+
+def test_apply_reads_and_writes_responses_input(work, capsys, responses):
+    items, body = responses
+    expected = compact(items, None, format="responses")
+    assert expected.report.items_changed > 0
+    compacted = json.loads(json.dumps(expected.messages))
+    for argv in (["apply", "r.json"], ["apply", "--format", "responses", "r.json"]):
+        rc, out, err = run(capsys, *argv)
+        assert rc == 0, err
+        assert json.loads(out) == compacted
+        assert len(err.splitlines()) == 1 and SUMMARY.match(err.strip())
+    rc, out, err = run(capsys, "apply", "body.json", "-o", "out.json", "--report", "rep.json")
+    assert rc == 0, err
+    assert load(work / "out.json") == {**body, "input": compacted}  # only `input` changes
+    assert load(work / "rep.json")["format"] == "responses"
+    rc, out, err = run(capsys, "apply", "body.json", "--in-place")
+    assert rc == 0, err
+    assert load(work / "body.json") == {**body, "input": compacted}
+
+
+def test_every_command_reads_responses_input(work, capsys, responses):
+    items, _ = responses
+    report = compact(items, None, format="responses").report
+    rc, out, err = run(capsys, "explain", "body.json")
+    assert rc == 0, err
+    assert out.splitlines()[0] == f"body.json: {len(items)} messages, format responses"
+    rc, out, err = run(capsys, "stats", "r.json", "body.json")
+    assert rc == 0, err
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:3]}
+    for name in ("r.json", "body.json"):
+        assert rows[name][1:5] == [str(len(items)), "39", f"{report.tokens_before:,}", f"{report.tokens_after:,}"]
+    rc, out, err = run(capsys, "audit", "r.json")
+    assert rc == 0, err
+    assert re.search(r"^shell\s+37\s+37\s", out, re.M) and re.search(r"^update_plan\s+2\s+2\s", out, re.M)
+    rc, out, err = run(capsys, "replay", "body.json")
+    assert rc == 0, err
+    assert out.startswith("body.json: replayed 39 rounds")
+    rc, out, err = run(capsys, "diff", "default", "preset:keep-recent-results", "r.json", "body.json")
+    assert rc == 0, err
+    assert "r.json:" in out and "body.json:" in out
+
+
+def test_replay_starts_a_round_at_every_model_response(work, capsys):
+    from rules_compact.readers import read_conversations
+    from rules_compact.replay import round_starts
+
+    items = read_conversations(CODEX_ROLLOUT.read_bytes(), "rollout")[0].messages
+    calls = [i for i, it in enumerate(items) if it["type"] == "function_call"]
+    assert len(calls) == 39 and not any(it.get("role") == "assistant" for it in items)
+    # each response is its reasoning (when it has one) and its call: the round ends before it
+    starts = [i - 1 if items[i - 1]["type"] == "reasoning" else i for i in calls]
+    assert round_starts(items, "responses") == starts
+    rc, out, err = run(capsys, "replay", str(CODEX_ROLLOUT))
+    assert rc == 0, err
+    assert "replayed 39 rounds" in out
+
+
+def test_forced_format_that_finds_fewer_items_warns(work, capsys, responses):
+    rc, out, err = run(capsys, "apply", "r.json", "--format", "anthropic", "-o", "out.json")
+    assert rc == 0, err
+    warning, summary_line = err.splitlines()
+    assert warning == (f"{PROG}: warning: r.json: --format anthropic finds none of the 78 tool results and assistant "
+                       "turns; the content looks like responses (--format responses)")
+    assert SUMMARY.match(summary_line)
+    rc, out, err = run(capsys, "explain", "anthropic.json", "--format", "openai")
+    assert rc == 0, err
+    assert "--format openai finds only 13 of the 32" in err and "looks like anthropic" in err
+    rc, out, err = run(capsys, "stats", "coding.json", "--format", "openai")
+    assert rc == 0 and "warning" not in err
+
+
+def test_output_shapes(work, capsys):
+    """A file in gives the same shape out; a log gives its API message list; many conversations, JSONL."""
+    messages = load(work / "bare.json")
+    expected = json.loads(json.dumps(compact(messages).messages))
+    (work / "lines.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+    rc, out, err = run(capsys, "apply", "lines.jsonl", "--in-place")  # one message per line stays so
+    assert rc == 0, err
+    assert [json.loads(line) for line in (work / "lines.jsonl").read_text(encoding="utf-8").splitlines()] == expected
+    bodies = [{"id": i, "messages": messages[: 20 + i]} for i in range(3)]
+    (work / "bodies.jsonl").write_text("".join(json.dumps(b) + "\n" for b in bodies), encoding="utf-8")
+    rc, out, err = run(capsys, "apply", "bodies.jsonl", "--in-place", "--report", "rep.json")
+    assert rc == 0, err
+    written = [json.loads(line) for line in (work / "bodies.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [b["id"] for b in written] == [0, 1, 2]
+    assert written[2]["messages"] == json.loads(json.dumps(compact(bodies[2]["messages"]).messages))
+    report = load(work / "rep.json")  # many conversations: one report each, named
+    assert [c["name"] for c in report["conversations"]] == [f"bodies.jsonl#{i}" for i in (1, 2, 3)]
+    log = TRACES / "claude-code" / "agent-a7be2f0.jsonl"
+    rc, out, err = run(capsys, "apply", str(log), "--report", "rep.json")
+    assert rc == 0, err
+    converted = load(TRACES / "claude-code" / "agent-a7be2f0.messages.json")  # the log's API message list
+    assert json.loads(out) == json.loads(json.dumps(compact(converted).messages))
+    assert "format" in load(work / "rep.json")  # one conversation: its report itself
+    (work / "session.jsonl").write_bytes(log.read_bytes())
+    before = snapshot(work)
+    rc, out, err = run(capsys, "apply", "session.jsonl", "--in-place")  # a log is not written back as a log
+    assert "is an agent log (claude-code)" in assert_user_error(rc, out, err, 2)
+    assert snapshot(work) == before

@@ -11,9 +11,12 @@ from collections import Counter
 
 import pytest
 
+from rules_compact import parse_rules
 from rules_compact.errors import InputError
 from rules_compact.formats import FORMATS
-from rules_compact.readers import Conversation, claude_code_messages, read_conversations
+from rules_compact.readers import READERS, SOURCE_FORMATS, Conversation, claude_code_messages, read_conversations
+from rules_compact.responses_format import RESPONSES
+from rules_compact.testing import check_invariants
 
 from conftest import ROOT, TRACES
 
@@ -33,6 +36,12 @@ TAU2 = "tau2-bench/2025-08-10T02-44-06_telecom_gpt-4o_user_gpt-4o.json"
 OH_GUI = "openhands/basic_gui_mode.json"
 OH_EVAL = "openhands/multi_swe_bench_examples_output.jsonl"
 OH_LEGACY = "openhands/resolver_mock_output.jsonl"
+OH_PAIRS = "openhands/gorilla-output_gpt-4o-2024-05-13_hf.jsonl"
+CODEX = "codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+CODEX_COMPACTED = "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+CODEX_INTERRUPTED = "codex/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+CODEX_CURATED = "codex/agent-sessions-codex-small.jsonl"
+CODEX_LEGACY = "codex/legacy-response-records.jsonl"
 
 BLOCK_KEYS = {
     "text": {"type", "text"},
@@ -438,7 +447,192 @@ def test_openhands_parallel_calls_wait_for_every_observation():
     assert any("dangling" in n for n in conv.notes)
 
 
+def test_opendevin_pairs_become_the_messages_of_each_action_and_observation():
+    convs = read(OH_PAIRS)
+    lines = jsonl(OH_PAIRS)
+    assert len(convs) == len(lines) == 100
+    for conv, line in zip(convs, lines):
+        assert (conv.source_format, conv.format) == ("openhands", "openai")
+        # each run: the task, the agent's answer, the harness's "run exit" prompt; then finish (no message)
+        assert [m["role"] for m in conv.messages] == ["user", "assistant", "user"]
+        actions = [pair[0] for pair in line["history"]]
+        assert [m["content"] for m in conv.messages] == [a["args"]["content"] for a in actions[:3]]
+        assert actions[3]["action"] == "finish" and all(p[1]["observation"] == "null" for p in line["history"])
+        assert conv.notes[0] == "OpenDevin output: 4 [action, observation] pairs"
+
+
+def test_opendevin_pairs_pair_an_action_with_its_observation():
+    run = {"id": 3, "source": "agent", "action": "run", "args": {"command": "ls", "thought": "look"}}
+    output = {"observation": "run", "content": "a.py", "extras": {"exit_code": 0}}
+    task = {"id": 0, "source": "user", "action": "message", "args": {"content": "fix it"}}
+    line = {"instance_id": "x", "messages": ["fix it", "look"],  # a variant's extra keys
+            "history": [[task, {"observation": "null", "content": ""}], [run, output]]}
+    conv = one_raw(json.dumps(line).encode(), "output.jsonl")
+    call = {"id": "openhands-event-3", "type": "function",
+            "function": {"name": "run", "arguments": json.dumps({"command": "ls"})}}
+    assert conv.messages == [{"role": "user", "content": "fix it"},
+                             {"role": "assistant", "content": "look", "tool_calls": [call]},
+                             {"role": "tool", "tool_call_id": "openhands-event-3", "content": "a.py"}]
+    assert any("positionally" in n for n in conv.notes)
+
+
+# --- OpenAI Codex CLI rollouts --------------------------------------------------------------------
+
+
+def payloads(rel: str, start: int = 0) -> list[dict]:
+    """The ``response_item`` payloads of a rollout, from line ``start`` (1-based) on."""
+    return [d["payload"] for n, d in enumerate(jsonl(rel), 1) if n >= start and d["type"] == "response_item"]
+
+
+def test_codex_rollout_is_its_response_items():
+    conv = one(CODEX)
+    assert (conv.source_format, conv.format) == ("codex", "responses")
+    sent = [p for p in payloads(CODEX) if p["type"] != "ghost_snapshot"]
+    assert conv.messages == sent and len(sent) == 118  # 2 user messages, 38 reasoning, 39 calls, 39 outputs
+    reasoning = [m for m in conv.messages if m["type"] == "reasoning"]
+    assert len(reasoning) == 38 and all(m["encrypted_content"].startswith("gAAAA") for m in reasoning)
+    assert any("1 ghost_snapshot items" in n for n in conv.notes)
+    assert any("119 event_msg, 40 turn_context, 1 session_meta lines" in n for n in conv.notes)
+    scan = RESPONSES.scan(conv.messages)
+    assert len([it for it in scan.items if it.kind == "tool_result"]) == 39
+    assert not any(it.orphan or it.dangling for it in scan.items)
+
+
+def test_codex_reasoning_is_never_altered():
+    conv = one(CODEX)
+    result = check_invariants(conv.messages, "default", "responses", idempotent=False)
+    assert result.report.tokens_after < result.report.tokens_before
+    before = [m for m in conv.messages if m["type"] == "reasoning"]
+    after = [m for m in result.messages if m["type"] == "reasoning"]
+    assert after == before
+
+
+def test_codex_starts_at_the_last_compacted_line():
+    conv = one(CODEX_COMPACTED)
+    lines = jsonl(CODEX_COMPACTED)
+    compacted = [n for n, d in enumerate(lines, 1) if d["type"] == "compacted"]
+    assert compacted == [1788]
+    replacement = lines[1787]["payload"]["replacement_history"]
+    assert replacement[-1]["type"] == "compaction"  # Codex's encrypted summary, sent as it is
+    assert conv.messages == replacement + payloads(CODEX_COMPACTED, 1789)
+    assert conv.notes[0] == ("started at the compacted line 1788: Codex replaced the history with its "
+                             "replacement_history (40 items)")
+    kinds = Counter(m["type"] for m in conv.messages)
+    assert kinds["custom_tool_call"] == kinds["custom_tool_call_output"] == 21
+    assert not any(it.orphan or it.dangling for it in RESPONSES.scan(conv.messages).items)
+
+
+def test_codex_curated_rollout_with_every_line_type():
+    conv = one(CODEX_CURATED)
+    lines = jsonl(CODEX_CURATED)
+    last = max(n for n, d in enumerate(lines, 1) if d["type"] == "compacted")
+    replacement = lines[last - 1]["payload"]["replacement_history"]
+    assert conv.messages == replacement + [d["payload"] for d in lines[last:] if d["type"] == "response_item"]
+    assert any("5 world_state" in n and "1 inter_agent_communication_metadata" in n for n in conv.notes)
+    # without its compacted lines, the file's other items show: custom and tool-search calls kept,
+    # the ghost snapshot left out
+    rest = "\n".join(json.dumps(d) for d in lines if d["type"] != "compacted").encode()
+    whole = one_raw(rest, "rest.jsonl")
+    kinds = Counter(m["type"] for m in whole.messages)
+    assert (kinds["custom_tool_call"], kinds["custom_tool_call_output"], kinds["tool_search_call"]) == (2, 3, 2)
+    assert "ghost_snapshot" not in kinds and any("1 ghost_snapshot items" in n for n in whole.notes)
+    assert any("tool_search_call" in n and "pass through the rules untouched" in n for n in whole.notes)
+
+
+def test_codex_interrupted_session_keeps_its_dangling_call():
+    conv = one(CODEX_INTERRUPTED)
+    assert conv.messages[-1]["type"] == "function_call"
+    assert [it.dangling for it in RESPONSES.scan(conv.messages).items if it.kind == "assistant"][-1]
+    assert any("1 calls without an output" in n for n in conv.notes)
+
+
+def test_codex_legacy_rollout():
+    conv = one(CODEX_LEGACY)
+    lines = jsonl(CODEX_LEGACY)
+    assert (conv.source_format, conv.format) == ("codex", "responses")
+    assert conv.messages == [d for d in lines[1:] if "record_type" not in d]
+    assert [m["type"] for m in conv.messages] == ["message", "reasoning", "function_call", "function_call_output",
+                                                  "function_call", "function_call_output", "message"]
+    assert conv.notes[0] == "legacy rollout: a meta line, then one item per line"
+    assert any("3 record_type state, 1 meta lines" in n for n in conv.notes)
+
+
+def _codex_line(kind: str, payload: dict) -> str:
+    return json.dumps({"timestamp": "2025-10-01T00:00:00Z", "type": kind, "payload": payload})
+
+
+def _msg(role: str, text: str) -> dict:
+    part = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+
+def test_codex_compacted_with_only_a_summary_is_rebuilt_as_codex_does():
+    items = [_msg("developer", "be careful"), _msg("user", "<environment_context>cwd=/r</environment_context>"),
+             _msg("user", "fix the bug"), _msg("assistant", "on it"),
+             {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "x" * 1000}, _msg("user", "and the tests")]
+    lines = [_codex_line("session_meta", {"id": "s"})] + [_codex_line("response_item", it) for it in items]
+    lines += [_codex_line("compacted", {"message": "SUMMARY: bug fixed, tests left"}),
+              _codex_line("response_item", _msg("user", "go on")),
+              _codex_line("compacted", {"message": "SUMMARY 2"})]
+    conv = one_raw("\n".join(lines).encode(), "rollout.jsonl")
+    user = lambda text: {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}  # noqa: E731
+    # the initial context recorded before, the user's own messages (the first summary left out), the summary
+    assert conv.messages == items[:2] + [user("fix the bug"), user("and the tests"), user("go on"), user("SUMMARY 2")]
+    assert conv.notes[0].startswith("started at the compacted line 11: rebuilt what Codex sends after it")
+
+
+def test_codex_thread_rolled_back_drops_the_last_turns():
+    lines = [_codex_line("response_item", it) for it in
+             (_msg("user", "one"), _msg("assistant", "1"), _msg("user", "two"), _msg("assistant", "2"))]
+    lines.append(_codex_line("event_msg", {"type": "thread_rolled_back", "num_turns": 1}))
+    lines.append(_codex_line("response_item", _msg("user", "three")))
+    conv = one_raw("\n".join(lines).encode(), "rollout.jsonl")
+    assert [m["content"][0]["text"] for m in conv.messages] == ["one", "1", "three"]
+
+
+def test_codex_local_shell_call_is_a_call_answered_by_its_output():
+    action = {"type": "exec", "command": ["bash", "-lc", "cat big.log"], "timeout_ms": 10000,
+              "working_directory": None, "env": None, "user": None}
+    items = [_msg("user", "read the log"),
+             {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_1", "status": "completed", "action": action},
+             {"type": "function_call_output", "call_id": "call_1", "output": "log line\n" * 2000},
+             {"type": "local_shell_call", "id": "lsh_2", "call_id": "call_2", "status": "completed", "action": action},
+             {"type": "local_shell_call_output", "id": "call_2", "output": "again\n" * 2000}]
+    items += [_msg("user", f"more {i}") if i % 2 else _msg("assistant", f"ok {i}") for i in range(30)]
+    conv = one_raw("\n".join(_codex_line("response_item", it) for it in items).encode(), "rollout.jsonl")
+    scan = RESPONSES.scan(conv.messages)
+    results = [it for it in scan.items if it.kind == "tool_result"]
+    assert [(it.tool_name, it.tool_call_id, it.orphan) for it in results] == [("local_shell", "call_1", False),
+                                                                               ("local_shell", "call_2", False)]
+    rules = parse_rules("version: 1\nname: clear\nrules:\n  - {name: c, match: {role: tool}, "
+                        "action: {clear-inputs: {}}}\n", "clear")
+    out = check_invariants(conv.messages, [rules], "responses").messages
+    assert out[1]["action"] == action and out[3]["action"] == action  # a shell call's action is never blanked
+
+
 # --- plain messages and detection -----------------------------------------------------------------
+
+
+def test_responses_items_and_bodies_are_read_as_they_are():
+    items = one(CODEX).messages
+    conv = one_raw(json.dumps(items).encode(), "r.json")
+    assert (conv.source_format, conv.format, conv.messages) == ("messages", "responses", items)
+    assert conv.with_messages(items[:1]) == items[:1]
+    body = {"model": "gpt-5-codex", "instructions": "be brief", "input": items, "store": False}
+    conv = one_raw(json.dumps(body).encode(), "body.json")
+    assert (conv.source_format, conv.format, conv.messages) == ("messages", "responses", items)
+    assert conv.with_messages(items[:1]) == {**body, "input": items[:1]}
+    conv = one_raw("\n".join(json.dumps(it) for it in items).encode(), "r.jsonl")
+    assert (conv.format, conv.messages, conv.one_per_line) == ("responses", items, True)
+
+
+def test_every_reader_is_in_one_table():
+    assert set(SOURCE_FORMATS) == {"messages", "claude-code", "codex", "swe-agent", "mini-swe-agent", "tau-bench",
+                                   "tau2", "openhands"}
+    assert {r.kind for r in READERS} == {"lines", "object", "list"}
+
+
 
 
 @pytest.mark.parametrize("rel,fmt", [("coding-session.json", "openai"), ("anthropic-session.json", "anthropic")])
@@ -498,6 +692,15 @@ BAD = [
     (b'{"type": "assistant", "uuid": "u"}\n{"type": "user", "uuid": "v", "message": {}}',
      "in.json:1: a 'assistant' line without a 'message' object"),
     (b'{"history": [{"action": "message"}, 5]}', "expected a list of messages"),
+    (b'{"input": "hi"}', "in.json: 'input' must be a list of Responses items, got a string"),
+    (b'{"input": [{"type": "message", "role": "user", "content": "hi"}, 3]}', "'input' item 1 is not a Responses item"),
+    (b'[{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, 3]',
+     "in.json: a list of Responses items whose item 1 is not a Responses item"),
+    (b'{"type": "session_meta", "payload": {}}\n{"type": "response_item", "payload": 5}',
+     "in.json:2: a response_item payload is a number, not a Responses item"),
+    (b'{"type": "compacted", "payload": {"message": 5}}', "in.json:1: a compacted line with neither"),
+    (b'{"history": [[{"action": "run"}, {"observation": "run"}], [{"action": "run"}]]}',
+     "in.json: OpenDevin history pair 1 is not [action, observation]"),
 ]
 
 
@@ -510,7 +713,7 @@ def test_bad_input_is_one_clear_line(data, fragment):
     assert fragment in message
 
 
-SAMPLES = [CC_SUBAGENT, SWE_FC, OH_GUI, OH_LEGACY]
+SAMPLES = [CC_SUBAGENT, SWE_FC, OH_GUI, OH_LEGACY, OH_PAIRS, CODEX, CODEX_CURATED, CODEX_LEGACY]
 JUNK = [None, 0, -1, 1.5, True, "", "x", [], {}, [None], {"type": "tool_use"}, {"role": "tool"}]
 
 
