@@ -27,8 +27,8 @@ Usage:
     python3 bench/replay_table.py --traces 'mini-swe-agent/*' --check
     python3 bench/replay_table.py --rules my.yaml --price openai --jobs 4
 
-Deterministic: no timings in the tables (the run time goes to stderr). The whole corpus (357
-conversations) takes about 25 s on 2 idle cores, 80 s on a loaded machine; the clairvoyant bound
+Deterministic: no timings in the tables (the run time goes to stderr). The whole corpus (462
+conversations) takes about 30 s on 2 idle cores, 60-80 s on a loaded machine; the clairvoyant bound
 is a small part of it (StepSchedules: one compaction per candidate boundary, then O(R x B^2)
 steps; under a second for the longest trace).
 """
