@@ -8,11 +8,11 @@ whether clear-superseded is there at all. Every candidate is replayed on the six
 traces; the table lists, per candidate, the worst (highest) and mean cost ratio and prompt-token
 ratio over the traces, sorted by worst cost, with the shipped default marked.
 
-The replay here is an exact shortcut of rules_compact.replay for step rule files: with a step in
-tool results, a round's prompt is the compaction of the history up to the latest boundary
-followed by the raw rest, so the compaction is computed once per boundary instead of once per
-round. The first candidate is checked equal to rules_compact.replay on one trace before the grid
-runs.
+The replay here is an exact shortcut of rules_compact.replay for step rule files
+(rules_compact.replay.StepSchedules on the rule file's own boundaries): a round's prompt is the
+compaction of the history up to the latest boundary followed by the raw rest, so the compaction
+is computed once per boundary instead of once per round. The first candidate is checked equal
+to rules_compact.replay on one trace before the grid runs.
 
 Usage:
     python3 bench/tune_default.py            # 36 candidates, a few minutes on 2 cores
@@ -22,7 +22,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import bisect
 import itertools
 import json
 import sys
@@ -34,10 +33,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rules_compact import compact, load_rules  # noqa: E402
-from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
-from rules_compact.formats import FORMATS  # noqa: E402
-from rules_compact.replay import PRICES, Replay, replay, round_tokens  # noqa: E402
+from rules_compact import load_rules  # noqa: E402
+from rules_compact.replay import PRICES, Replay, StepSchedules, replay, step_schedule  # noqa: E402
 
 TRACES = sorted((ROOT / "tests" / "data" / "traces" / "mini-swe-agent").glob("*.json"))
 DEFAULT_FILE = ROOT / "rules" / "default.yaml"
@@ -77,30 +74,10 @@ def parameters_of_default() -> tuple:
             by_name["keep-small"]["match"]["size"]["lte"], strip_name, "clear-superseded" in by_name)
 
 
-def stepped_replay(messages: list, rules, every: int) -> Replay:
-    """rules_compact.replay for a rule file with ``step: {unit: tool_results, every}``."""
-    form, estimate = FORMATS["openai"], ESTIMATORS["chars4"]
-    memo: dict[int, int] = {}
-
-    def tokens(msg) -> int:
-        if id(msg) not in memo:
-            memo[id(msg)] = estimate.of_message(msg, form.message_pieces(msg))
-        return memo[id(msg)]
-
-    after_result = [i + 1 for i, m in enumerate(messages) if m.get("role") == "tool"]
-    decided: dict[int, list] = {}
-    prompts, cached, previous = [], [], []
-    for end in (i for i, m in enumerate(messages) if m.get("role") == "assistant"):
-        reached = bisect.bisect_right(after_result, end) // every * every
-        boundary = after_result[reached - 1] if reached else 0
-        if boundary not in decided:
-            decided[boundary] = compact(messages[:boundary], [rules], format="openai").messages
-        prompt = decided[boundary] + messages[boundary:end]
-        total, hit = round_tokens(prompt, previous, tokens)
-        prompts.append(total)
-        cached.append(hit)
-        previous = prompt
-    return Replay(rules.name, tuple(prompts), tuple(cached), PRICE)
+def stepped_replay(messages: list, rules) -> Replay:
+    """rules_compact.replay for a stepped rule file, deciding only at its own boundaries."""
+    boundaries = step_schedule(messages, rules, "openai")
+    return StepSchedules(messages, rules, "openai", only=boundaries).replay(boundaries, PRICE, rules.name)
 
 
 _TRACES: list | None = None
@@ -120,7 +97,7 @@ def evaluate(params: tuple) -> tuple[tuple, list[tuple[float, float]]]:
     rules = load_rules(candidate(*params))
     out = []
     for messages, base in _traces():
-        r = stepped_replay(messages, rules, params[0])
+        r = stepped_replay(messages, rules)
         out.append((r.total_prompt / base.total_prompt, r.cost / base.cost))
     return params, out
 
@@ -142,7 +119,7 @@ def main(argv=None) -> int:
 
     messages = json.loads(TRACES[-1].read_text(encoding="utf-8"))["messages"]
     rules = load_rules(candidate(*grid[0]))
-    fast, slow = stepped_replay(messages, rules, grid[0][0]), replay(messages, [rules], "openai", PRICE)
+    fast, slow = stepped_replay(messages, rules), replay(messages, [rules], "openai", PRICE)
     assert (fast.prompt_tokens, fast.cached_tokens) == (slow.prompt_tokens, slow.cached_tokens)
 
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -22,8 +22,9 @@ from .plugins.manager import PluginError, registry
 from .analysis import conversation_stats, decision_changes
 from .plot import plot_rounds
 from .readers import Conversation
-from .replay import Replay, parse_price, replay
 from .engine.report import PassReport, Report
+from .recall import References
+from .replay import Replay, cold_rounds, parse_price, replay, round_starts
 
 PROG = "rules-compact"
 
@@ -302,27 +303,48 @@ def _share(before: int, after: int) -> str:
 
 
 def _replays(messages: list, fmt: str, sets: list[tuple[str, list]], price) -> list[Replay]:
-    return [replay(messages, rulesets, fmt, price, label) for label, rulesets in sets]
+    """One replay per rule set, sharing the conversation's references."""
+    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
+    return [replay(messages, rulesets, fmt, price, label, references=references) for label, rulesets in sets]
+
+
+def _lifetime(seconds: float | None) -> str:
+    if seconds is None:
+        return "never expires"
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 def cmd_replay(args) -> int:
     _plugin_failures(args)
     price = parse_price(args.price)
+    if args.cache_expiry and price.lifetime is None:
+        raise InputError(f"--cache-expiry: the price {args.price!r} has no cache lifetime; "
+                         "give one as CACHED,UNCACHED,LIFETIME or use a profile")
     primary = args.rules or ["default"]  # as in apply: the bundled default unless -r says otherwise
     sets = [("none", None), (" + ".join(primary), [load_rules(r) for r in primary])]
     sets += [(name, [load_rules(name)]) for name in args.compare or []]
-    for name, messages, fmt in _conversations(args.input, args.format):
+    for conv, fmt in _read(args.input, args.format):
+        name, messages = conv.name, conv.messages
         results = _replays(messages, fmt, sets, price)
+        cache = "cache never expires"
+        if args.cache_expiry:
+            cold = cold_rounds(conv.timestamps, round_starts(messages, fmt), price.lifetime)
+            results = [r.expire(cold) for r in results]
+            cache = (f"cache expires after {_lifetime(price.lifetime)}: {sum(cold)} rounds found it expired"
+                     if conv.timestamps is not None else "no timestamps in this log: cache never expires")
         base = results[0]
         rows = [("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
-                 "vs none")]
+                 "vs none", "recall")]
         for r in results:
             rows.append((r.label, str(r.rounds), f"{r.total_prompt:,}", _ratio(r.total_prompt, base.total_prompt),
                          f"{r.total_cached:,}", _ratio(r.total_cached, r.total_prompt), f"{r.cost:,.0f}",
-                         _ratio(r.cost, base.cost)))
+                         _ratio(r.cost, base.cost), f"{r.recall:.3f}"))
         print(f"{name}: replayed {base.rounds} rounds; prices: cached {price.cached}, uncached {price.uncached} "
-              f"({price.name})")
-        print(_table(rows, right={1, 2, 3, 4, 5, 6, 7}))
+              f"({price.name}); {cache}; recall: {sum(base.referenced):,} references")
+        print(_table(rows, right={1, 2, 3, 4, 5, 6, 7, 8}))
         if args.plot:
             plot_rounds(results, args.plot, title=name)
     return 0
@@ -339,6 +361,7 @@ def cmd_diff(args) -> int:
     md = args.format_out == "markdown"
     out = [f"## rules-compact diff: `{args.old}` → `{args.new}`" if md else f"diff {args.old} -> {args.new}"]
     totals = [0, 0, 0.0, 0.0]
+    referenced = kept_old = kept_new = 0
     for path in args.inputs:
         for name, messages, fmt in _conversations(path, args.format):
             before = compact(messages, [old], format=fmt).report
@@ -349,21 +372,30 @@ def cmd_diff(args) -> int:
             totals[1] += after.tokens_after
             totals[2] += costs[0].cost
             totals[3] += costs[1].cost
+            referenced += sum(costs[0].referenced)
+            kept_old += sum(costs[0].kept)
+            kept_new += sum(costs[1].kept)
             rows = [("item", "msg", "role", "tool", "old", "new")] + [
                 (str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new) for c in changes]
             out.append("")
             out.append(f"### {name}" if md else f"{name}:")
             out.append(f"{len(changes)} decisions change; tokens after {before.tokens_after:,} -> "
                        f"{after.tokens_after:,}; replay cost {costs[0].cost:,.0f} -> {costs[1].cost:,.0f} "
-                       f"({_ratio(costs[1].cost, costs[0].cost)}x)")
+                       f"({_ratio(costs[1].cost, costs[0].cost)}x); recall {costs[0].recall:.3f} -> "
+                       f"{costs[1].recall:.3f}")
             if changes:
                 out.append("")
                 out.append(_markdown(rows) if md else _table(rows, right={0, 1}))
     out.append("")
     out.append(f"{'**Total**' if md else 'total'}: tokens after {totals[0]:,} -> {totals[1]:,}; "
-               f"replay cost {totals[2]:,.0f} -> {totals[3]:,.0f} ({_ratio(totals[3], totals[2])}x)")
+               f"replay cost {totals[2]:,.0f} -> {totals[3]:,.0f} ({_ratio(totals[3], totals[2])}x); "
+               f"recall {_recall(kept_old, referenced)} -> {_recall(kept_new, referenced)}")
     print("\n".join(out))
     return 0
+
+
+def _recall(kept: int, referenced: int) -> str:
+    return f"{kept / referenced if referenced else 1.0:.3f}"
 
 
 def _markdown(rows) -> str:
@@ -425,7 +457,13 @@ def build_parser() -> argparse.ArgumentParser:
     rules_option(p)
     p.add_argument("--compare", action="append", metavar="RULES", help="another rule set to compare; repeatable")
     p.add_argument("--price", default="anthropic", metavar="PRICE",
-                   help="anthropic (cached 0.1, uncached 1.25; default), openai (0.5, 1.0) or CACHED,UNCACHED")
+                   help="price profile: anthropic (cached 0.1, uncached 1.25, 5-minute cache; default), "
+                        "anthropic-1h (0.1, 2.0, 1 hour), openai (0.1, 1.0, 5 minutes) or CACHED,UNCACHED[,LIFETIME] "
+                        "(LIFETIME in seconds, or 5m, 1h)")
+    p.add_argument("--cache-expiry", action="store_true",
+                   help="a round more than the price's cache lifetime after the previous one reads nothing from "
+                        "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "
+                        "expires")
     p.add_argument("--plot", metavar="FILE", help="draw prompt tokens per round (.png or .svg; needs matplotlib)")
     p.set_defaults(func=cmd_replay)
 

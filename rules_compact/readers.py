@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, NamedTuple
 
 from . import jsontext
@@ -83,6 +84,9 @@ class Conversation:
     written back in the same shape; it is ``None`` for converted logs.  ``body_key``
     is the key of the messages in a request body (``messages``, or ``input`` for a
     Responses body); ``one_per_line`` is true when the file held one message per line.
+    ``timestamps`` gives, per message, when the log says it was written (seconds since
+    the epoch; ``None`` for a message without one), for the logs that record it (Claude
+    Code, OpenHands, tau2); it is ``None`` when no message has one.
     """
 
     name: str
@@ -93,6 +97,7 @@ class Conversation:
     envelope: Any = field(default=None, repr=False, compare=False)
     body_key: str = "messages"
     one_per_line: bool = False
+    timestamps: tuple[float | None, ...] | None = field(default=None, repr=False, compare=False)
 
     def with_messages(self, messages: list) -> Any:
         """The value to write for new ``messages``: the request body for a body, else the list.
@@ -125,6 +130,7 @@ class _Draft:
     envelope: Any = None
     body_key: str = "messages"
     one_per_line: bool = False
+    timestamps: tuple[float | None, ...] | None = None
 
 
 # --- entry points ---------------------------------------------------------------------------------
@@ -191,7 +197,7 @@ def _guard(name: str, build) -> list[_Draft]:
 def _finish(name: str, drafts: list[_Draft]) -> list[Conversation]:
     many = len(drafts) > 1
     return [Conversation(f"{name}#{i}" if many else name, d.format, d.messages, d.source_format,
-                         tuple(d.notes), d.envelope, d.body_key, d.one_per_line)
+                         tuple(d.notes), d.envelope, d.body_key, d.one_per_line, d.timestamps)
             for i, d in enumerate(drafts, 1)]
 
 
@@ -385,8 +391,8 @@ def _is_claude_code(records: list[tuple[int, Any]]) -> bool:
 
 
 def _claude_code(records: list[tuple[int, Any]]) -> list[_Draft]:
-    messages, notes = claude_code_messages(records)
-    return [_Draft(messages, "claude-code", "anthropic", notes)]
+    messages, notes, times = _claude_code_timed(records)
+    return [_Draft(messages, "claude-code", "anthropic", notes, timestamps=times)]
 
 
 BLOCK_FIELDS = {
@@ -456,6 +462,12 @@ def claude_code_messages(records: Iterable[tuple[int, Any]]) -> tuple[list, list
     * Every message is ``{"role", "content": [blocks]}`` with only API fields in the
       blocks (``toolUseResult`` copies, ``caller``, and all line metadata dropped).
     """
+    messages, notes, _ = _claude_code_timed(records)
+    return messages, notes
+
+
+def _claude_code_timed(records: Iterable[tuple[int, Any]]) -> tuple[list, list[str], tuple | None]:
+    """:func:`claude_code_messages`, and each message's time: that of its first line."""
     entries = [(n, d) for n, d in records]
     for n, d in entries:
         if not isinstance(d, dict):
@@ -490,7 +502,8 @@ def claude_code_messages(records: Iterable[tuple[int, Any]]) -> tuple[list, list
         notes.append("subagent log: every line is a sidechain line")
 
     chosen = _main_chain(entries[max(start - 1, 0):], conv, notes)
-    return _merge_claude_code(chosen, notes), notes
+    messages, times = _merge_claude_code(chosen, notes)
+    return messages, notes, _timestamps(times)
 
 
 def _main_chain(lines: list[tuple[int, dict]], conv: list[tuple[int, dict]],
@@ -547,8 +560,9 @@ def _main_chain(lines: list[tuple[int, dict]], conv: list[tuple[int, dict]],
     return [(n, d) for n, d in conv if id(d) in selected]
 
 
-def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> list:
+def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> tuple[list, list]:
     messages: list[dict] = []
+    times: list[Any] = []  # the timestamp of each message's first line
     ids: list[Any] = []  # message.id of each assistant output message (None for user)
     regrouped = 0
     for n, d in conv:
@@ -571,11 +585,13 @@ def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> list:
                 continue
             messages.append({"role": "assistant", "content": blocks})
             ids.append(mid)
+            times.append(d.get("timestamp"))
         elif messages and messages[-1]["role"] == "user":
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": "user", "content": blocks})
             ids.append(None)
+            times.append(d.get("timestamp"))
     if regrouped:
         notes.append(f"regrouped {regrouped} assistant lines written after a tool_result of the same response")
     reordered = 0
@@ -591,7 +607,24 @@ def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> list:
     same = sum(1 for a, b in zip(messages, messages[1:]) if a["role"] == b["role"] == "assistant")
     if same:
         notes.append(f"{same} pairs of consecutive assistant messages (responses with different ids)")
-    return messages
+    return messages, times
+
+
+def _seconds(value: Any) -> float | None:
+    """An ISO 8601 timestamp as seconds since the epoch (UTC when it names no zone), else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _timestamps(values: Iterable[Any]) -> tuple[float | None, ...] | None:
+    """Per-message times from logged timestamps; None when no message has one."""
+    times = tuple(_seconds(v) for v in values)
+    return times if any(t is not None for t in times) else None
 
 
 # --- SWE-agent ------------------------------------------------------------------------------------
@@ -670,12 +703,12 @@ def _tau2(data: dict) -> list[_Draft]:
         if not isinstance(sim, dict):
             raise _Bad(f"tau2 results: simulation {i} is {_describe(sim)}, not an object")
         try:
-            messages, notes = tau2_messages(sim.get("messages"))
+            messages, notes, times = _tau2_timed(sim.get("messages"))
         except _Bad as exc:
             raise _Bad(f"tau2 simulation {i}: {exc}") from None
         sim_id = sim.get("id") or sim.get("task_id")
         drafts.append(_Draft(messages, "tau2", "openai",
-                             ([f"simulation {sim_id}"] if isinstance(sim_id, str) else []) + notes))
+                             ([f"simulation {sim_id}"] if isinstance(sim_id, str) else []) + notes, timestamps=times))
     return drafts
 
 
@@ -693,9 +726,16 @@ def tau2_messages(raw_messages: Any) -> tuple[list, list[str]]:
     ``timestamp``, ``cost``, ``usage``, ``raw_data`` are dropped.  The agent's
     system prompt is not stored in the file, so there is no system message.
     """
+    messages, notes, _ = _tau2_timed(raw_messages)
+    return messages, notes
+
+
+def _tau2_timed(raw_messages: Any) -> tuple[list, list[str], tuple | None]:
+    """:func:`tau2_messages`, and each message's ``timestamp``."""
     if not isinstance(raw_messages, list):
         raise _Bad(f"'messages' is {_describe(raw_messages)}, not a list")
     messages: list[dict] = []
+    times: list[Any] = []
     user_calls = user_results = 0
     for i, m in enumerate(raw_messages):
         if not _is_message(m):
@@ -717,16 +757,18 @@ def tau2_messages(raw_messages: Any) -> tuple[list, list[str]]:
             if m.get("error") is True:
                 out["is_error"] = True
             messages.append(out)
+            times.append(m.get("timestamp"))
             continue
         out = {"role": role, "content": m.get("content")}
         if role == "assistant" and calls:
             out["tool_calls"] = [_tau2_call(c, i) for c in calls]
         messages.append(out)
+        times.append(m.get("timestamp"))
     notes = []
     if user_calls or user_results:
         notes.append(f"left out the user simulator's {user_calls} tool calls and {user_results} tool results "
                      "(the agent never saw them)")
-    return messages, notes
+    return messages, notes, _timestamps(times)
 
 
 def _tau2_call(call: Any, i: int) -> dict:
@@ -754,8 +796,8 @@ def _is_event_list(data: list) -> bool:
 
 
 def _openhands(events: list) -> list[_Draft]:
-    messages, notes = openhands_messages(events)
-    return [_Draft(messages, "openhands", "openai", notes)]
+    messages, notes, times = _openhands_timed(events)
+    return [_Draft(messages, "openhands", "openai", notes, timestamps=times)]
 
 
 def _is_opendevin_output(data: dict) -> bool:
@@ -794,6 +836,12 @@ class _OpenHands:
         self.finished: set[str] = set()  # finish calls: answered by ending the run
         self.messages_seen = 0
         self.orphans = self.skipped = 0
+        self.now: Any = None  # the timestamp of the event being read
+        self.stamps: dict[int, tuple[dict, Any]] = {}  # id(message) -> (message, timestamp)
+
+    def stamp(self, msg: dict, when: Any) -> None:
+        """Record when ``msg`` was written (the first stamp holds; the message is kept alive with it)."""
+        self.stamps.setdefault(id(msg), (msg, when))
 
     # groups of calls made by one model response
     def emit(self, key: Any) -> None:
@@ -807,6 +855,7 @@ class _OpenHands:
         msg = dict(group["msg"])
         if calls:
             msg["tool_calls"] = calls
+        self.stamp(msg, group["time"])  # when the model responded, not when the last result came
         self.out.append(msg)
         missing = [c["id"] for c in calls if c["id"] not in group["results"]]
         if missing:
@@ -883,7 +932,7 @@ class _OpenHands:
             calls = [_openai_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
             self.groups[key] = {"msg": {"role": "assistant",
                                         "content": content if isinstance(content, str) and content.strip() else None},
-                                "calls": [c for c in calls if c is not None], "results": {}}
+                                "calls": [c for c in calls if c is not None], "results": {}, "time": self.now}
         group = self.groups[key]
         if all(c["id"] != call_id for c in group["calls"]):
             name = tcm.get("function_name") if isinstance(tcm.get("function_name"), str) else e["action"]
@@ -932,6 +981,7 @@ class _OpenHands:
         result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": text}
         if kind == "error":
             result["is_error"] = True
+        self.stamp(result, self.now)
         key = self.owner.get(call_id)
         if key is not None and key in self.groups and call_id not in self.groups[key]["results"]:
             self.groups[key]["results"][call_id] = result
@@ -941,10 +991,11 @@ class _OpenHands:
             self.orphans += 1
         self.out.append(result)
 
-    def run(self, events: list) -> tuple[list, list[str]]:
+    def run(self, events: list) -> tuple[list, list[str], tuple | None]:
         for i, e in enumerate(events):
             if not isinstance(e, dict):
                 raise _Bad(f"event {i} is {_describe(e)}, not an object")
+            self.now, written = e.get("timestamp"), len(self.out)
             try:
                 if isinstance(e.get("action"), str):
                     self.action(i, e)
@@ -954,7 +1005,12 @@ class _OpenHands:
                     raise _Bad(f"neither an action nor an observation: {_describe(e)}")
             except _Bad as exc:
                 raise _Bad(f"event {i}: {exc}") from None
+            for msg in self.out[written:]:
+                self.stamp(msg, self.now)
+        written = len(self.out)
         self.flush()
+        for msg in self.out[written:]:
+            self.stamp(msg, self.now)
         if self.orphans:
             self.notes.append(f"{self.orphans} observations answer no recorded action (orphans)")
         if self.skipped:
@@ -963,7 +1019,7 @@ class _OpenHands:
         if self.immediate:
             self.notes.append(f"{len(self.immediate)} actions without tool_call_metadata paired positionally "
                               "with the observation that follows them (ids openhands-event-N)")
-        return self.out, self.notes
+        return self.out, self.notes, _timestamps(self.stamps[id(m)][1] for m in self.out)
 
 
 def _event_id(value: Any) -> Any:
@@ -1029,6 +1085,13 @@ def openhands_messages(events: Any) -> tuple[list, list[str]]:
       ``content`` as logged (OpenHands appends a few status lines, such as the exit
       code, when it renders a command's output for the model).
     """
+    messages, notes, _ = _openhands_timed(events)
+    return messages, notes
+
+
+def _openhands_timed(events: Any) -> tuple[list, list[str], tuple | None]:
+    """:func:`openhands_messages`, and each message's time: that of the event it came from (an
+    assistant message with calls: the first of its actions)."""
     if not isinstance(events, list):
         raise _Bad(f"OpenHands history is {_describe(events)}, not a list of events")
     return _OpenHands().run(events)

@@ -2,57 +2,92 @@
 
 Each round's prompt is the history up to a model response, compacted with the rules. A
 provider serves from cache the longest prefix identical to the previous round's prompt; the
-rest is written anew. Cost weighs the two with the provider's prices.
+rest is written anew. Cost weighs the two with the provider's prices (a price profile). The
+cache never expires unless asked: :func:`cold_rounds` names the rounds that came more than the
+profile's cache lifetime after the previous one, and :meth:`Replay.expire` empties the cache
+there. Each round also counts the references of its recorded response that the compacted
+prompt still shows (:mod:`rules_compact.recall`).
+
+:class:`StepSchedules` gives the cost of any step schedule of a rule file's content rules, and
+the cheapest one (the clairvoyant bound: every boundary chosen knowing the whole future).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+import math
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
-from .incremental import Compactor
+from .engine.interpreter import Input, step_boundary
 from .errors import InputError
-from .kinds.estimators import ESTIMATORS, Estimator
 from .formats import FORMATS, Format, detect_format
+from .incremental import Compactor
+from .kinds.estimators import ESTIMATORS, Estimator
 from .language.model import RuleSet
+from .recall import References
 
-__all__ = ["Price", "PRICES", "Replay", "replay", "parse_price"]
+__all__ = ["Price", "PRICES", "Replay", "replay", "parse_price", "round_starts", "round_tokens", "cold_rounds",
+           "StepSchedules", "step_schedule"]
 
 
 @dataclass(frozen=True)
 class Price:
-    """Cost of one token relative to an uncached, uncompacted base price of 1."""
+    """Cost of one token relative to an uncached, uncompacted base price of 1, and how long
+    (seconds) a cache entry lives after its last use (None: for ever)."""
 
     name: str
     cached: float
     uncached: float
+    lifetime: float | None = None
 
 
 PRICES = {
-    "anthropic": Price("anthropic", 0.1, 1.25),  # cache read 0.1x, cache write 1.25x
-    "openai": Price("openai", 0.5, 1.0),  # cached input at half price, no write premium
+    "anthropic": Price("anthropic", 0.1, 1.25, 300.0),  # cache read 0.1x; 5-minute cache write 1.25x
+    "anthropic-1h": Price("anthropic-1h", 0.1, 2.0, 3600.0),  # 1-hour cache write 2x
+    "openai": Price("openai", 0.1, 1.0, 300.0),  # automatic prefix caching: no write premium; 5 minutes
 }
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 def parse_price(text: str) -> Price:
-    """``anthropic``, ``openai``, or ``CACHED,UNCACHED`` (e.g. ``0.1,1.25``)."""
+    """A profile name (``anthropic``, ``anthropic-1h``, ``openai``) or ``CACHED,UNCACHED[,LIFETIME]``,
+    e.g. ``0.1,1.25`` or ``0.1,1.25,5m`` (LIFETIME in seconds, or with ``s``, ``m`` or ``h``)."""
     if text in PRICES:
         return PRICES[text]
+    parts = [p.strip() for p in text.split(",")]
     try:
-        cached, uncached = (float(part) for part in text.split(","))
+        if len(parts) not in (2, 3):
+            raise ValueError
+        cached, uncached = float(parts[0]), float(parts[1])
+        if not all(math.isfinite(v) and v >= 0 for v in (cached, uncached)):
+            raise ValueError
+        lifetime = None
+        if len(parts) == 3:
+            match = _DURATION.fullmatch(parts[2])
+            if not match or float(match[1]) <= 0:
+                raise ValueError
+            lifetime = float(match[1]) * _UNIT_SECONDS[match[2]]
     except ValueError:
-        raise InputError(f"--price {text!r}: expected anthropic, openai or CACHED,UNCACHED such as 0.1,1.25") from None
-    return Price(text, cached, uncached)
+        raise InputError(f"--price {text!r}: expected {', '.join(PRICES)} or CACHED,UNCACHED[,LIFETIME] "
+                         "such as 0.1,1.25 or 0.1,1.25,5m") from None
+    return Price(text, cached, uncached, lifetime)
 
 
 @dataclass(frozen=True)
 class Replay:
-    """Totals of one rule set over one conversation."""
+    """Totals of one rule set over one conversation, and per round the references of the
+    recorded response (``referenced``) and how many of them the prompt still shows (``kept``)."""
 
     label: str
     prompt_tokens: tuple[int, ...]  # per round
     cached_tokens: tuple[int, ...]  # per round
     price: Price
+    referenced: tuple[int, ...] = ()  # per round
+    kept: tuple[int, ...] = ()  # per round
 
     @property
     def rounds(self) -> int:
@@ -71,6 +106,16 @@ class Replay:
         cached, total = self.total_cached, self.total_prompt
         return self.price.cached * cached + self.price.uncached * (total - cached)
 
+    @property
+    def recall(self) -> float:
+        """Kept references over all references; 1.0 when there are none."""
+        total = sum(self.referenced)
+        return sum(self.kept) / total if total else 1.0
+
+    def expire(self, cold: Sequence[bool]) -> Replay:
+        """This replay with nothing read from cache at the ``cold`` rounds (:func:`cold_rounds`)."""
+        return replace(self, cached_tokens=tuple(0 if c else hit for hit, c in zip(self.cached_tokens, cold)))
+
 
 def round_starts(messages: list, fmt: str | None = None) -> list[int]:
     """Where each round's prompt ends: before every model response (see ``Format.response_starts``)."""
@@ -88,29 +133,221 @@ def round_tokens(prompt: list, previous: list, tokens) -> tuple[int, int]:
     return sum(sizes), sum(sizes[:common])
 
 
+def cold_rounds(timestamps: Sequence[float | None] | None, starts: Sequence[int],
+                lifetime: float | None) -> tuple[bool, ...]:
+    """Per round, whether it came more than ``lifetime`` seconds after the previous round (its
+    cache has expired). A round's time is its recorded response's (``timestamps[start]``); a
+    round or a previous round without a time, or no lifetime, is never cold."""
+    if timestamps is None or lifetime is None:
+        return (False,) * len(starts)
+    times = [timestamps[s] for s in starts]
+    return (False,) + tuple(a is not None and b is not None and b - a > lifetime for a, b in zip(times, times[1:]))
+
+
+class _Tokens:
+    """Estimated tokens of a message, remembered by identity (the message is kept alive)."""
+
+    def __init__(self, fmt: Format, estimator: Estimator | None):
+        self.fmt, self.estimate = fmt, estimator or ESTIMATORS["chars4"]
+        self._memo: dict[int, tuple[Any, int]] = {}
+
+    def __call__(self, msg: Any) -> int:
+        entry = self._memo.get(id(msg))
+        if entry is None:
+            entry = self._memo[id(msg)] = (msg, self.estimate.of_message(msg, self.fmt.message_pieces(msg)))
+        return entry[1]
+
+
 def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: Price,
-           label: str = "none", estimator: Estimator | None = None) -> Replay:
-    """Replay ``messages`` round by round with ``rulesets`` (None: no compaction)."""
+           label: str = "none", estimator: Estimator | None = None,
+           references: References | None = None) -> Replay:
+    """Replay ``messages`` round by round with ``rulesets`` (None: no compaction).
+
+    ``references``: the conversation's (built here when not given; pass one to replay several
+    rule sets on the same conversation)."""
     form: Format = FORMATS[fmt]
-    estimate = estimator or ESTIMATORS["chars4"]
-    memo: dict[int, int] = {}
-
-    def tokens(msg) -> int:
-        key = id(msg)
-        if key not in memo:
-            memo[key] = estimate.of_message(msg, form.message_pieces(msg))
-        return memo[key]
-
-    prompts, cached = [], []
+    tokens = _Tokens(form, estimator)
+    starts = round_starts(messages, fmt)
+    refs = references or References(messages, form, starts)
+    prompts, cached, kept = [], [], []
     previous: list = []
-    keep_alive = []  # messages whose ids are memoised must outlive the memo
     # the rounds share their messages and nothing edits them: identity is proof enough
     compactor = Compactor(list(rulesets), format=fmt, verify=False) if rulesets else None
-    for end in round_starts(messages, fmt):
+    for k, end in enumerate(starts):
         prompt = compactor(messages[:end]).messages if compactor else messages[:end]
-        keep_alive.append(prompt)
         total, hit = round_tokens(prompt, previous, tokens)
         prompts.append(total)
         cached.append(hit)
+        kept.append(refs.kept(k, prompt) if compactor else len(refs.rounds[k]))
         previous = prompt
-    return Replay(label, tuple(prompts), tuple(cached), price)
+    return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept))
+
+
+def step_schedule(messages: list, ruleset: RuleSet, fmt: str) -> tuple[int, ...]:
+    """Per round, the boundary the rule file's own step puts there (the prompt end without a step)."""
+    form = FORMATS[fmt]
+    starts = round_starts(messages, fmt)
+    if ruleset.step is None:
+        return tuple(starts)
+    given = Input(messages, form, ruleset)  # each round's history is a prefix: measure the messages once
+    results, tokens = given.results(), (given.tokens() if ruleset.step.unit == "tokens" else None)
+    return tuple(step_boundary(ruleset.step, lambda: results[:end], lambda: tokens[:end], end) for end in starts)
+
+
+def _common_prefix(a: tuple, b: tuple, n: int) -> int:
+    """How many of the first ``n`` entries of ``a`` and ``b`` agree before the first difference."""
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+class StepSchedules:
+    """Every step schedule of one rule file's content rules on one conversation, and its cost.
+
+    The *content rules* are the rule file without its step. A *step schedule* picks for each
+    round a boundary: a candidate (0, the end of any message holding a tool result, or a
+    round's prompt end), no earlier than the previous round's and no later than this round's
+    prompt end. The round's prompt is then the content rules' compaction of the messages before
+    the boundary, followed by the rest as it is: what the engine sends when a step puts the
+    boundary there. Costs use :func:`replay`'s cache model (longest identical message prefix).
+
+    Built once per conversation: the content rules' compaction of every candidate prefix
+    (``B`` compactions), every message variant interned by position. :meth:`cheapest` is a
+    dynamic programme over rounds x candidates, ``O(R * B^2)`` steps for ``R`` rounds.
+    """
+
+    def __init__(self, messages: list, ruleset: RuleSet, fmt: str, estimator: Estimator | None = None,
+                 only: Sequence[int] | None = None):
+        """``only``: consider these boundaries only (they must be candidates), e.g. one schedule's."""
+        self.messages, self.fmt = messages, fmt
+        self.content = replace(ruleset, step=None)
+        self.starts = round_starts(messages, fmt)
+        form = FORMATS[fmt]
+        tokens = _Tokens(form, estimator)
+        last = self.starts[-1] if self.starts else 0
+        after_results = {i + 1 for i, m in enumerate(messages) if form.result_count(m)}
+        self.candidates = sorted(b for b in {0} | after_results | set(self.starts) if b <= last)
+        if only is not None:
+            if not set(only) <= set(self.candidates):
+                raise ValueError(f"not candidates: {sorted(set(only) - set(self.candidates))}")
+            self.candidates = sorted(set(only))
+        self.slot = {b: j for j, b in enumerate(self.candidates)}
+        variants: list[list] = [[m] for m in messages]  # per position: the distinct messages seen there
+        self.decided: list[list] = []  # per candidate: the compacted messages before it
+        self._codes: list[tuple[int, ...]] = []  # per candidate: the variant at each position before it
+        compactor = Compactor([self.content], format=fmt, verify=False)
+        for b in self.candidates:
+            decided = compactor(messages[:b]).messages if b else []
+            if len(decided) != b:
+                raise ValueError(f"the rules changed the number of messages ({b} -> {len(decided)})")
+            self.decided.append(decided)
+            self._codes.append(tuple(self._intern(variants[i], m) for i, m in enumerate(decided)))
+        raw = [0]
+        for m in messages:
+            raw.append(raw[-1] + tokens(m))
+        self._prefix: list[list[int]] = []  # per candidate: tokens of its first j messages, j = 0..n
+        self._moved: list[list[int]] = []  # per candidate: first position >= j whose message changed
+        for b, codes in zip(self.candidates, self._codes):
+            sums = [0]
+            for i, code in enumerate(codes):
+                sums.append(sums[-1] + tokens(variants[i][code]))
+            shift = sums[-1] - raw[b]
+            sums += [raw[j] + shift for j in range(b + 1, len(messages) + 1)]
+            self._prefix.append(sums)
+            moved = [b] * (b + 1)
+            for i in range(b - 1, -1, -1):
+                moved[i] = i if codes[i] else moved[i + 1]
+            self._moved.append(moved)
+        self._rows: dict[int, list[int]] = {}
+
+    @staticmethod
+    def _intern(seen: list, msg: Any) -> int:
+        for code, known in enumerate(seen):
+            if known is msg or known == msg:
+                return code
+        seen.append(msg)
+        return len(seen) - 1
+
+    def _common(self, earlier: int, later: int) -> int:
+        """Messages the prompts of two candidates (``earlier`` <= ``later``, as slots) share
+        before their first difference (``len(messages)`` when they never differ)."""
+        if earlier == later:
+            return len(self.messages)
+        b = self.candidates[earlier]
+        same = _common_prefix(self._codes[earlier], self._codes[later], b)
+        if same == b:  # the earlier prompt has the raw messages from b on
+            same = self._moved[later][b]
+            if same == self.candidates[later]:
+                same = len(self.messages)
+        return same
+
+    def replay(self, boundaries: Sequence[int], price: Price, label: str = "schedule",
+               references: References | None = None) -> Replay:
+        """The replay of the schedule putting round k's boundary at ``boundaries[k]``."""
+        if len(boundaries) != len(self.starts):
+            raise ValueError(f"{len(boundaries)} boundaries for {len(self.starts)} rounds")
+        refs = references or References(self.messages, FORMATS[self.fmt], self.starts)
+        prompts, cached, kept = [], [], []
+        previous = None
+        for k, (b, end) in enumerate(zip(boundaries, self.starts)):
+            slot = self.slot.get(b)
+            if slot is None or b > end or (previous is not None and slot < previous):
+                raise ValueError(f"round {k}: boundary {b} is not a candidate in order at or before {end}")
+            sums = self._prefix[slot]
+            prompts.append(sums[end])
+            hit = 0 if previous is None else sums[min(self._row(slot)[previous], self.starts[k - 1])]
+            cached.append(hit)
+            kept.append(refs.kept(k, self.decided[slot] + self.messages[b:end]))
+            previous = slot
+        return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept))
+
+    def cheapest(self, price: Price, cold: Sequence[bool] | None = None) -> tuple[int, ...]:
+        """The boundaries of the cheapest schedule (ties: the earliest boundaries). At the ``cold``
+        rounds nothing is read from cache, whatever the boundary."""
+        starts, candidates = self.starts, self.candidates
+        if not starts:
+            return ()
+        cold = cold or (False,) * len(starts)
+        reach = [bisect_right(candidates, end) for end in starts]  # slots allowed at each round: < reach
+        saving = price.uncached - price.cached  # what a cached token saves
+        cost = [price.uncached * self._prefix[j][starts[0]] for j in range(reach[0])]
+        back: list[list[int]] = []
+        for k in range(1, len(starts)):
+            end, before = starts[k], starts[k - 1]
+            new, came = [], []
+            for j in range(reach[k]):
+                sums, row = self._prefix[j], self._row(j)
+                options = range(min(j + 1, reach[k - 1]))
+                if cold[k]:
+                    best_from = min(options, key=cost.__getitem__)
+                    best = cost[best_from]
+                else:
+                    best, best_from = math.inf, -1
+                    for i in options:
+                        c = cost[i] - saving * sums[min(row[i], before)]
+                        if c < best:
+                            best, best_from = c, i
+                new.append(best + price.uncached * sums[end])
+                came.append(best_from)
+            cost = new
+            back.append(came)
+        slot = min(range(len(cost)), key=cost.__getitem__)
+        path = [slot]
+        for came in reversed(back):
+            slot = came[slot]
+            path.append(slot)
+        return tuple(candidates[j] for j in reversed(path))
+
+    def _row(self, later: int) -> list[int]:
+        """``_common(i, later)`` for every slot ``i <= later``."""
+        row = self._rows.get(later)
+        if row is None:
+            row = self._rows[later] = [self._common(i, later) for i in range(later + 1)]
+        return row

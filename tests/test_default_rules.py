@@ -7,8 +7,8 @@ uncached 1.25), the default must give
 * prompt tokens <= 0.65 of no compaction,
 * cache-aware cost <= 0.75 of no compaction,
 * a lower cost than every preset in rules/presets/ (asserted here on two traces, a deepseek-chat
-  and a deepseek-reasoner one, to keep the suite fast; bench/replay_table.py --check asserts it on
-  all six).
+  and a deepseek-reasoner one, to keep the suite fast; bench/replay_table.py --traces
+  'mini-swe-agent/*' prints it on all six).
 
 And it must be cache-stable: between two step boundaries the compacted prefix is byte-identical
 from round to round (so every round's cached tokens are all of the previous round's prompt), the

@@ -19,7 +19,8 @@ import pytest
 from rules_compact import compact, load_rules
 from rules_compact.analysis import conversation_stats, decision_changes
 from rules_compact.cli import main
-from rules_compact.replay import PRICES, Price, parse_price, replay
+from rules_compact.documents import read_conversations_from
+from rules_compact.replay import PRICES, Price, cold_rounds, parse_price, replay, round_starts
 
 TRACES = Path(__file__).parent / "data" / "traces" / "mini-swe-agent"
 ASTROID = TRACES / "deepseek_chat_dev_rerun__pylint-dev__astroid-1333.traj.json"
@@ -121,14 +122,14 @@ def replay_rows(out: str) -> dict[str, list[str]]:
     table = rows(out)
     header = next(i for i, r in enumerate(table) if r[0] == "rule set")
     assert table[header] == ["rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share",
-                             "cost", "vs none"]
+                             "cost", "vs none", "recall"]
     return {r[0]: r[1:] for r in table[header + 1:]}
 
 
 def expected_row(messages: list, rulesets, price: Price, base) -> list[str]:
     r = replay(messages, rulesets, "openai", price)
     return [str(r.rounds), f"{r.total_prompt:,}", f"{r.total_prompt / base.total_prompt:.3f}", f"{r.total_cached:,}",
-            f"{r.total_cached / r.total_prompt:.3f}", f"{r.cost:,.0f}", f"{r.cost / base.cost:.3f}"]
+            f"{r.total_cached / r.total_prompt:.3f}", f"{r.cost:,.0f}", f"{r.cost / base.cost:.3f}", f"{r.recall:.3f}"]
 
 
 def test_replay_without_rules_compares_none_with_default(capsys, convs):
@@ -136,13 +137,15 @@ def test_replay_without_rules_compares_none_with_default(capsys, convs):
     rc, out, err = run(capsys, "replay", path)
     assert rc == 0 and err == ""
     rounds = sum(1 for m in messages if m.get("role") == "assistant")
+    base = replay(messages, None, "openai", PRICES["anthropic"])
     assert out.splitlines()[0].endswith(
-        f": replayed {rounds} rounds; prices: cached 0.1, uncached 1.25 (anthropic)")
+        f": replayed {rounds} rounds; prices: cached 0.1, uncached 1.25 (anthropic); cache never expires; "
+        f"recall: {sum(base.referenced):,} references")
+    assert sum(base.referenced) > 0
     table = replay_rows(out)
     assert list(table) == ["none", "default"]
-    base = replay(messages, None, "openai", PRICES["anthropic"])
     assert table["none"] == expected_row(messages, None, PRICES["anthropic"], base)
-    assert table["none"][2] == "1.000" and table["none"][6] == "1.000"
+    assert table["none"][2] == "1.000" and table["none"][6] == "1.000" and table["none"][7] == "1.000"
     assert table["default"] == expected_row(messages, [load_rules("default")], PRICES["anthropic"], base)
 
 
@@ -183,9 +186,11 @@ def test_replay_two_rule_files_are_successive_passes(capsys, convs, rule_files):
 
 
 @pytest.mark.parametrize("price, cached, uncached, name", [
-    ("openai", 0.5, 1.0, "openai"),
+    ("openai", 0.1, 1.0, "openai"),
+    ("anthropic-1h", 0.1, 2.0, "anthropic-1h"),
     ("0.1,1.25", 0.1, 1.25, "0.1,1.25"),
     ("0.25,2", 0.25, 2.0, "0.25,2"),
+    ("0.25,2,90s", 0.25, 2.0, "0.25,2,90s"),
 ])
 def test_replay_prices(capsys, convs, rule_files, price, cached, uncached, name):
     path, messages = convs[1]
@@ -207,12 +212,41 @@ def test_replay_custom_price_equals_the_named_one(capsys, convs):
     assert replay_rows(named) == replay_rows(custom)
 
 
-@pytest.mark.parametrize("price", ["cheap", "0.1", "0.1,1.25,3", "a,b", ""])
+SUBAGENT = TRACES.parent / "claude-code" / "agent-a7be2f0.jsonl"
+
+
+def test_replay_cache_expiry_uses_the_log_timestamps(capsys):
+    rc, out, err = run(capsys, "replay", SUBAGENT, "--price", "0.1,1.25,5s", "--cache-expiry")
+    assert rc == 0 and err == ""
+    (conv,) = read_conversations_from(str(SUBAGENT))
+    price = parse_price("0.1,1.25,5s")
+    cold = cold_rounds(conv.timestamps, round_starts(conv.messages), price.lifetime)
+    assert 0 < sum(cold) < len(cold)
+    assert f"cache expires after 5s: {sum(cold)} rounds found it expired" in out.splitlines()[0]
+    base = replay(conv.messages, None, "anthropic", price).expire(cold)
+    default = replay(conv.messages, [load_rules("default")], "anthropic", price).expire(cold)
+    table = replay_rows(out)
+    assert table["none"] == [str(base.rounds), f"{base.total_prompt:,}", "1.000", f"{base.total_cached:,}",
+                             f"{base.total_cached / base.total_prompt:.3f}", f"{base.cost:,.0f}", "1.000", "1.000"]
+    assert table["default"][3] == f"{default.total_cached:,}" and table["default"][6] == f"{default.cost / base.cost:.3f}"
+    _, plain, _ = run(capsys, "replay", SUBAGENT, "--price", "0.1,1.25,5s")
+    assert "cache never expires" in plain and replay_rows(plain)["none"][3] != table["none"][3]
+
+
+def test_replay_cache_expiry_without_timestamps_or_lifetime(capsys, convs):
+    rc, out, _ = run(capsys, "replay", convs[1][0], "--cache-expiry")
+    assert rc == 0 and "no timestamps in this log: cache never expires" in out.splitlines()[0]
+    rc, out, err = run(capsys, "replay", convs[1][0], "--cache-expiry", "--price", "0.1,1.25")
+    assert rc == 2 and out == "" and "has no cache lifetime" in one_error_line(err)
+
+
+@pytest.mark.parametrize("price", ["cheap", "0.1", "0.1,1.25,3,4", "0.1,1.25,5d", "0.1,1.25,0", "0.1,-1", "nan,1",
+                                   "a,b", ""])
 def test_replay_bad_price_is_a_one_line_usage_error(capsys, convs, price):
     rc, out, err = run(capsys, "replay", convs[1][0], "--price", price)
     assert rc == 2 and out == ""
     line = one_error_line(err)
-    assert f"--price {price!r}" in line and "anthropic, openai or CACHED,UNCACHED" in line
+    assert f"--price {price!r}" in line and "anthropic, anthropic-1h, openai or CACHED,UNCACHED[,LIFETIME]" in line
 
 
 def test_diff_bad_price_is_a_one_line_usage_error(capsys, convs, rule_files):
@@ -267,6 +301,7 @@ def test_diff_text(capsys, convs, rule_files):
     lines = out.splitlines()
     assert lines[0] == f"diff {old} -> {new}"
     totals = [0, 0, 0.0, 0.0]
+    kept, referenced = [0, 0], 0
     for path, messages in convs:
         changes, costs, tokens = expected_changes(messages, old, new)
         # keep-ten -> keep-three: exactly the results of age 3..9 change, from keep to placeholder
@@ -276,13 +311,17 @@ def test_diff_text(capsys, convs, rule_files):
         header = next(i for i, line in enumerate(lines) if line == f"{path}:")
         assert lines[header + 1] == (
             f"{len(changes)} decisions change; tokens after {tokens[0]:,} -> {tokens[1]:,}; replay cost "
-            f"{costs[0].cost:,.0f} -> {costs[1].cost:,.0f} ({costs[1].cost / costs[0].cost:.3f}x)")
+            f"{costs[0].cost:,.0f} -> {costs[1].cost:,.0f} ({costs[1].cost / costs[0].cost:.3f}x); recall "
+            f"{costs[0].recall:.3f} -> {costs[1].recall:.3f}")
         table = rows("\n".join(lines[header + 3:header + 4 + len(changes)]))
         assert table[0] == ["item", "msg", "role", "tool", "old", "new"]
         assert table[1:] == [[str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new] for c in changes]
         totals = [totals[0] + tokens[0], totals[1] + tokens[1], totals[2] + costs[0].cost, totals[3] + costs[1].cost]
+        kept = [kept[0] + sum(costs[0].kept), kept[1] + sum(costs[1].kept)]
+        referenced += sum(costs[0].referenced)
     assert lines[-1] == (f"total: tokens after {totals[0]:,} -> {totals[1]:,}; replay cost {totals[2]:,.0f} -> "
-                         f"{totals[3]:,.0f} ({totals[3] / totals[2]:.3f}x)")
+                         f"{totals[3]:,.0f} ({totals[3] / totals[2]:.3f}x); recall {kept[0] / referenced:.3f} -> "
+                         f"{kept[1] / referenced:.3f}")
 
 
 def test_diff_markdown(capsys, convs, rule_files):
@@ -307,7 +346,8 @@ def test_diff_same_rules_changes_nothing(capsys, convs, rule_files):
     rc, out, _ = run(capsys, "diff", rule_files[1], rule_files[1], path)
     assert rc == 0
     assert "0 decisions change" in out and "| item" not in out and "item  msg" not in out
-    assert out.splitlines()[-1].endswith("(1.000x)")
+    recall = replay(messages, [load_rules(str(rule_files[1]))], "openai", PRICES["anthropic"]).recall
+    assert out.splitlines()[-1].endswith(f"(1.000x); recall {recall:.3f} -> {recall:.3f}")
 
 
 def test_diff_default_against_a_preset_names_rules_and_actions(capsys, convs):
