@@ -21,7 +21,7 @@ import re
 from typing import Any, Iterable
 
 from .formats import Format
-from .view import decode_args
+from .formats import decode_args
 
 __all__ = ["DISTINCTIVE", "References", "distinctive_strings", "response_text", "visible_pieces"]
 
