@@ -54,10 +54,16 @@ def compile_placeholder(options, ctx, path) -> Action:
                 values = values or Variables(current, name, call_ids[index], estimate)
                 try:
                     values["summary"] = _summarize(spec, current, facts.links[index][0])
-                    set_text_at(index, summary.render(values), as_string)
-                    continue
                 except Exception as exc:  # a plugin's summarizer must never break compaction
                     notes[index] = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
+                else:
+                    new = summary.render(values)
+                    if (tokens := estimate(new)) > values["tokens"]:
+                        notes[index] = (f"left as it is: the summary placeholder ({tokens} tokens) is larger than the "
+                                        f"result ({values['tokens']})")
+                    else:
+                        set_text_at(index, new, as_string)
+                    continue
             if fixed is None:
                 fixed = template.render(values or Variables(current, name, call_ids[index], estimate))
             set_text_at(index, fixed, as_string)
