@@ -22,7 +22,6 @@ Deterministic: no timings. Takes a few minutes (the presets replay every round i
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rules_compact import load_rules  # noqa: E402
+from rules_compact.readers import read_conversations  # noqa: E402
 from rules_compact.replay import parse_price, replay  # noqa: E402
 
 TRACES = ROOT / "tests" / "data" / "traces" / "mini-swe-agent"
@@ -52,7 +52,7 @@ def rule_sets() -> list[str]:
 def measure(job: tuple[str, str, str]) -> tuple[str, str, tuple[float, float, float]]:
     """One (trace, rule set): prompt ratio, cached share, cost ratio."""
     path, name, price_text = job
-    messages = json.loads(Path(path).read_text(encoding="utf-8"))["messages"]
+    messages = read_conversations(Path(path).read_bytes(), path)[0].messages
     price = parse_price(price_text)
     base = replay(messages, None, "openai", price)
     r = replay(messages, [load_rules(name)], "openai", price, name)

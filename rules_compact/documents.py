@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .formats import FORMATS
 from .readers import Conversation, read_conversations
 
 __all__ = ["read_conversations_from", "dump_json", "write_atomic", "MAX_INPUT_BYTES"]
@@ -37,8 +38,15 @@ def _read_bytes(source: str) -> bytes:
 
 def read_conversations_from(source: str) -> list[Conversation]:
     """Every conversation in a file, or ``-`` for stdin: message lists, request bodies and the
-    agent logs :mod:`rules_compact.readers` knows, converted to API message lists."""
-    return read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
+    agent logs :mod:`rules_compact.readers` knows, converted to API message lists; InputError
+    (``NAME: message I: ...``) for a message a model API would reject for its shape."""
+    conversations = read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
+    for conv in conversations:
+        try:
+            FORMATS[conv.format].check(conv.messages)
+        except InputError as exc:
+            raise InputError(f"{conv.name}: {exc}") from None
+    return conversations
 
 
 def dump_json(data: Any) -> str:

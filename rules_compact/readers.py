@@ -19,7 +19,7 @@ Anthropic Messages message list.  Understood inputs (``source_format``):
     observations as ``user`` messages.
 ``mini-swe-agent``
     A mini-swe-agent trajectory (``trajectory_format: mini-swe-agent-*``): its
-    ``messages``, unchanged (the closing ``exit`` message included).
+    ``messages``, unchanged, but for the closing ``role: exit`` message, which no model saw.
 ``tau-bench``
     tau-bench results (a list of ``{task_id, reward, info, traj}``): one
     conversation per ``traj``, unchanged.
@@ -243,7 +243,10 @@ def _from_object(data: dict) -> list[_Draft]:
     fmt = data.get("trajectory_format")
     if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
         messages = _message_list(data.get("messages"), "'messages'")
-        return [_Draft(messages, "mini-swe-agent", "openai")]
+        sent = [m for m in messages if m["role"] != "exit"]
+        notes = [f"left out the closing exit message{'s' if len(messages) - len(sent) > 1 else ''} "
+                 "(no model saw it)"] if len(sent) < len(messages) else []
+        return [_Draft(sent, "mini-swe-agent", "openai", notes)]
     if "trajectory" in data and "history" in data:
         messages, notes = swe_agent_messages(data.get("history"))
         return [_Draft(messages, "swe-agent", "openai", notes)]

@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .formats import FORMATS, Format, Item, KeepText, Scan, assistant_item, dumps_args, result_item
+from .formats import FORMATS, Format, Item, KeepText, Scan, assistant_item, dumps_args, json_kind, result_item
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -60,6 +60,7 @@ TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal", "summary
 RESPONSES_ITEM_TYPES = frozenset({"function_call", "function_call_output", "reasoning", "custom_tool_call",
                                   "custom_tool_call_output"})  # an item of one of these types: Responses input
 RESPONSES_PARTS = frozenset({"input_text", "output_text"})  # content parts only Responses input has
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 
 
 def _str(value: Any) -> str:
@@ -138,6 +139,30 @@ class ResponsesFormat(Format):
 
     name = "responses"
     resumable = False  # a turn's item stands for several input items
+    unit = "item"
+
+    def problem(self, msg: Any) -> str | None:
+        if not isinstance(msg, dict):
+            return f"is {json_kind(msg)}, not an object"
+        kind = msg.get("type")
+        if kind is not None and not isinstance(kind, str):
+            return f"'type' is {json_kind(kind)}, not a string"
+        if kind is None and "role" not in msg:
+            return "has neither a 'type' nor a 'role'"
+        if _kind(msg) == "message":
+            role, content = msg.get("role"), msg.get("content")
+            if role not in MESSAGE_ROLES:
+                return f"unknown role {role!r}; allowed: {', '.join(MESSAGE_ROLES)}"
+            if not isinstance(content, (str, list)):
+                return f"'content' is {json_kind(content)}, not a string or a list of parts"
+        elif _kind(msg) in ("call", "result"):
+            if not isinstance(msg.get("call_id"), str):
+                return f"{kind} 'call_id' is {json_kind(msg.get('call_id'))}, not a string"
+            key = CALL_TYPES.get(kind, "output")
+            value = msg.get(key)
+            if not (isinstance(value, str) or (key == "output" and isinstance(value, list))):
+                return f"{kind} '{key}' is {json_kind(value)}, not a string" + (" or a list" if key == "output" else "")
+        return None
 
     # -- what an item holds ---------------------------------------------------
     def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
@@ -268,7 +293,8 @@ class ResponsesFormat(Format):
 
     def set_result_content(self, msg: dict, item: Item, text: str, as_string: bool = False) -> dict:
         output = msg.get("output")
-        new = text if as_string or not isinstance(output, list) else [{"type": "input_text", "text": text}]
+        new = text if as_string or not isinstance(output, list) or not text.strip() else [
+            {"type": "input_text", "text": text}]
         return {**msg, "output": new}
 
     def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,

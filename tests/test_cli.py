@@ -354,6 +354,12 @@ def test_missing_rule_file_in_apply(work, capsys):
 @pytest.mark.parametrize("forced", ["openai", "anthropic"])
 @pytest.mark.parametrize("source,detected", [("coding.json", "openai"), ("anthropic.json", "anthropic")])
 def test_format_forcing(work, capsys, source, detected, forced):
+    if (source, forced) == ("coding.json", "anthropic"):  # OpenAI tool messages are no Anthropic messages
+        before = snapshot(work)
+        rc, out, err = run(capsys, "apply", source, "--format", forced)
+        assert_user_error(rc, out, err, 2, prefix="message 3: unknown role 'tool'; allowed: user, assistant, system")
+        assert snapshot(work) == before
+        return
     rc, out, err = run(capsys, "apply", source, "--report", "r.json")
     assert rc == 0, err
     assert load(work / "r.json")["format"] == detected

@@ -30,7 +30,7 @@ MINI_SWE_AGENT = TRACES / "mini-swe-agent" / "deepseek_chat_dev_rerun__pylint-de
 
 
 def _mini_swe_agent() -> list:
-    return load_json(MINI_SWE_AGENT)["messages"]
+    return read_conversations(MINI_SWE_AGENT.read_bytes(), MINI_SWE_AGENT.name)[0].messages
 
 
 @pytest.mark.parametrize("rules", PRESETS)

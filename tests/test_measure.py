@@ -19,6 +19,7 @@ import pytest
 from rules_compact import compact, load_rules
 from rules_compact.analysis import conversation_stats, decision_changes
 from rules_compact.cli import main
+from rules_compact.readers import read_conversations
 from rules_compact.replay import PRICES, Price, parse_price, replay
 
 TRACES = Path(__file__).parent / "data" / "traces" / "mini-swe-agent"
@@ -45,7 +46,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def cut(path: Path, messages: int) -> list:
-    return json.loads(path.read_text(encoding="utf-8"))["messages"][:messages]
+    return read_conversations(path.read_bytes(), path.name)[0].messages[:messages]
 
 
 @pytest.fixture
