@@ -6,8 +6,8 @@ is the request body the framework's own code sends.
 Covered: Anthropic's limit of 4 cache breakpoints (counting system, tools and every message);
 the default's step-boundary breakpoint reaching the wire; no empty text block (an empty strip
 marker removes the block); thinking blocks inside LangChain messages; breakpoints that survive
-the edits that remove their block; server tool blocks kept by ``drop_other_blocks``; the
-Responses format's old assistant messages stripped to the marker."""
+the edits that remove their block; the Responses format's old assistant messages stripped to
+the marker.  (Server tool blocks kept by ``drop_other_blocks``: tests/test_presets.py.)"""
 
 from __future__ import annotations
 
@@ -220,27 +220,6 @@ def test_a_breakpoint_inside_a_cleared_result_moves_onto_its_block(text):
     out = check_invariants(messages, rules, "anthropic").messages
     assert out[2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_00", "content": text,
                                   "cache_control": BP}]
-
-
-def test_strip_tool_turn_reasoning_keeps_server_tool_blocks():
-    """drop_other_blocks keeps a server tool's call and its result (server_tool_use,
-    web_search_tool_result ...) with their ids; the preset's reference (seed 001, which keeps
-    only tool_use blocks) would drop both: a documented deviation."""
-    from reference import seed001_microcompact as s001m
-
-    search = [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "bug"}},
-              {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
-               "content": [{"type": "web_search_result", "url": "https://example.com", "title": "x",
-                            "encrypted_content": "e"}]}]
-    messages = session(1) + session(1)[1:]
-    messages[1] = {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "search first", "signature": "s"}, *search,
-        {"type": "text", "text": "found it"}, messages[1]["content"][1]]}
-    messages = [*messages, {"role": "user", "content": "u" * 500_000}]
-    preset = load_rules("preset:strip-tool-turn-reasoning")
-    out = check_invariants(messages, preset, "anthropic").messages
-    assert out[1]["content"] == [*search, messages[1]["content"][-1]]
-    assert s001m.apply(messages)[1]["content"] == [messages[1]["content"][-1]]
 
 
 # -- LangChain: ChatAnthropic in create_agent ------------------------------------------------------
