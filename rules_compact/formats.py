@@ -21,6 +21,9 @@ OPENAI_REASONING_FIELDS = ("reasoning_content", "reasoning")
 #: blocks (in an ``AIMessage.content`` list, which the OpenAI format also reads).
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: Content parts of OpenAI messages that carry no breakpoint: thinking, and the tool_use blocks of
+#: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
+OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
 ANTHROPIC_ROLES = ("user", "assistant", "system")  # system: a mid-conversation system entry
 
 
@@ -92,11 +95,12 @@ def count_breakpoints(value: Any) -> int:
     return sum(1 for v in value if isinstance(v, dict) and v.get("cache_control")) if isinstance(value, list) else 0
 
 
-def with_breakpoint(blocks: list, cache_control: dict) -> list | None:
-    """``blocks`` with ``cache_control`` on the last block that may carry a breakpoint (never a
-    thinking block, nor an empty text block); None when there is none, or it already has one."""
+def with_breakpoint(blocks: list, cache_control: dict, skip: frozenset = THINKING_BLOCKS) -> list | None:
+    """``blocks`` with ``cache_control`` on the last block that may carry a breakpoint (none of
+    the ``skip`` types, thinking by default, nor an empty text block); None when there is none,
+    or it already has one."""
     at = next((j for j in range(len(blocks) - 1, -1, -1) if isinstance(blocks[j], dict)
-               and blocks[j].get("type") not in THINKING_BLOCKS
+               and blocks[j].get("type") not in skip
                and not (blocks[j].get("type") == "text" and _blank(blocks[j].get("text")))), None)
     if at is None or blocks[at].get("cache_control"):
         return None
@@ -262,12 +266,12 @@ def _blocks_problem(content: list, what: str) -> str | None:
     return None
 
 
-def _without_breakpoint(blocks: list, lost: dict | None) -> list:
-    """``blocks``, with a breakpoint whose block was removed (``lost``) moved onto the last block
-    that may carry one, unless one of them already carries it there."""
+def _keep_breakpoint(blocks: list, lost: dict | None, skip: frozenset = THINKING_BLOCKS) -> list:
+    """``blocks``, with the breakpoint of a block removed from them (``lost``) moved onto the last
+    block that may carry one (when that block has one already, the two become one)."""
     if lost is None:
         return blocks
-    moved = with_breakpoint(blocks, lost)
+    moved = with_breakpoint(blocks, lost, skip)
     return blocks if moved is None else moved
 
 
@@ -423,7 +427,7 @@ class OpenAIFormat(Format):
                     isinstance(p, dict) and p.get("text") == marker for p in kept):
                 kept.insert(0, {"type": "text", "text": marker})
             if removed:
-                new["content"] = _without_breakpoint(kept, lost) or None
+                new["content"] = _keep_breakpoint(kept, lost, OPENAI_NO_BREAKPOINT) or None
         return new if new != msg else msg
 
     def is_empty(self, msg: dict) -> bool:
@@ -433,7 +437,7 @@ class OpenAIFormat(Format):
         content = msg.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        marked = with_breakpoint(content, cache_control) if isinstance(content, list) else None
+        marked = with_breakpoint(content, cache_control, OPENAI_NO_BREAKPOINT) if isinstance(content, list) else None
         return msg if marked is None else {**msg, "content": marked}
 
     def clear_inputs(self, msg, call_ids):
@@ -589,7 +593,7 @@ class AnthropicFormat(Format):
                          for b in texts + others)
         if marker is not None and not has_marker and marker_slot is not None:
             marker_slot[0].insert(marker_slot[1], {"type": "text", "text": marker})
-        new = _without_breakpoint(lead + texts + others, lost)
+        new = _keep_breakpoint(lead + texts + others, lost)
         if len(new) == len(blocks) and all(x is y for x, y in zip(new, blocks)):
             return msg
         return {**msg, "content": new}

@@ -243,9 +243,8 @@ def _settings_breakpoints(request_context: Any) -> int:
     """The breakpoints AnthropicModel adds from its settings: one per ``anthropic_cache*`` setting,
     or for the unified ``cache`` setting the instructions', the tools' and the conversation's."""
     settings = {**(getattr(request_context.model, "settings", None) or {}), **(request_context.model_settings or {})}
-    explicit = sum(1 for key in ANTHROPIC_CACHE_SETTINGS if settings.get(key))
-    if explicit or any(key in settings for key in ANTHROPIC_CACHE_SETTINGS):
-        return explicit
+    if any(key in settings for key in ANTHROPIC_CACHE_SETTINGS):  # these win over the unified setting
+        return sum(1 for key in ANTHROPIC_CACHE_SETTINGS if settings.get(key))
     return 3 if getattr(request_context.model_request_parameters, "cache", None) else 0
 
 
