@@ -160,9 +160,9 @@ def _strip_text(options, ctx, path) -> Action:
             return fmt.strip_text(msg, keep, marker, text_first and not latest, keep_thinking or latest, drop_other)
 
         new = strip(marker)
-        if marker is None and any(fmt.text_blocks(msg)) and (
-                fmt.is_empty(new) or fmt.breakpoints(new) < min(1, fmt.breakpoints(msg))):
-            new = strip(DEFAULT_STRIP_MARKER)  # what it removed was all the text, or all that carried a breakpoint
+        if marker is None and ((fmt.is_empty(new) and any(fmt.text_blocks(msg)))
+                               or fmt.breakpoints(new) < min(1, fmt.breakpoints(msg))):
+            new = strip(DEFAULT_STRIP_MARKER)  # it removed all the text, or all that could carry a breakpoint
         if fmt.is_empty(new):
             return "left as it is: stripping would leave an empty message"
         ed.replace(item.msg_index, new)

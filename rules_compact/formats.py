@@ -587,8 +587,10 @@ class AnthropicFormat(Format):
                 lost = block.get("cache_control") or lost
             elif not drop_other or is_tool_block(kind):
                 others.append(block)
-            else:
-                lost = block.get("cache_control") or lost
+            elif block.get("cache_control"):  # dropped with its breakpoint: the marker may carry it
+                if marker_slot is None:
+                    marker_slot = (others, len(others))
+                lost = block["cache_control"]
         has_marker = any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == marker
                          for b in texts + others)
         if marker is not None and not has_marker and marker_slot is not None:

@@ -33,7 +33,8 @@ sits at its assistant ``message`` item, or at its first call when it has no mess
 reasoning items alone is no item.  Its calls are every call of the turn (``has_tool_calls``,
 ``tool``, ``dangling``), its text is the message's text, and ``has_thinking`` is true when
 the turn holds a reasoning item.  ``strip-text`` edits the message item only (a text part that
-goes becomes the marker; the message is never left empty); ``clear-inputs`` on a result blanks
+goes becomes the marker; when all of it goes, the marker stands in even if the rule gives none,
+``[text removed]``, so a message is never left empty); ``clear-inputs`` on a result blanks
 its call's ``arguments`` to ``"{}"`` (``input`` to ``""`` for a custom tool call).
 
 Spans, ages and the tail work as in the other formats: a span is a turn with calls plus the
