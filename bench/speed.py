@@ -43,7 +43,6 @@ import argparse
 import copy
 import cProfile
 import io
-import json
 import os
 import platform
 import pstats
@@ -57,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rules_compact import Compactor, compact, load_rules  # noqa: E402
+from rules_compact.readers import read_conversations  # noqa: E402
 from seed000_loop import micro_compact  # noqa: E402
 
 TRACE = ROOT / "tests" / "data" / "traces" / "mini-swe-agent" / \
@@ -94,7 +94,7 @@ def machine() -> str:
 
 def conversation(n: int, trace: Path = TRACE) -> list:
     """``n`` messages: the trace's system and task, then its assistant/tool pairs repeated."""
-    messages = json.loads(trace.read_text(encoding="utf-8"))["messages"]
+    messages = read_conversations(trace.read_bytes(), trace.name)[0].messages
     head = [m for m in messages[:2]]
     body = [m for m in messages[2:] if m.get("role") in ("assistant", "tool")]
     out = list(head)

@@ -17,6 +17,9 @@ __all__ = ["Action", "ActionKind", "Editor", "BUILTIN_ACTIONS"]
 
 DEFAULT_TRUNCATE_MARKER = "\n[... {omitted} chars omitted ...]\n"
 DEFAULT_SUMMARY = "[Previous: used {tool_name}: {summary}]"
+#: What strip-text writes when the text it removes is all a message holds and the rule gives no
+#: marker (or a blank one): a message is never left empty.
+DEFAULT_STRIP_MARKER = "[text removed]"
 
 
 class Editor(Protocol):
@@ -28,6 +31,7 @@ class Editor(Protocol):
     def replace(self, index: int, message: dict) -> None: ...
     def result_text(self, item: Item) -> str: ...
     def set_result_text(self, item: Item, text: str, as_string: bool = False) -> None: ...
+    def breakpoints(self) -> int: ...  # the cache breakpoints the request holds now
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,10 @@ def _placeholder(options, ctx, path) -> Action:
                 template = summary
             except Exception as exc:  # a plugin's summarizer must never break compaction
                 note = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
-        ed.set_result_text(item, template.render(values), as_string)
+        new = template.render(values)
+        if template is summary and (tokens := ed.view.estimate(new)) > values["tokens"]:
+            return f"left as it is: the summary placeholder ({tokens} tokens) is larger than the result ({values['tokens']})"
+        ed.set_result_text(item, new, as_string)
         return note
 
     templates = tuple(t for t in (explicit, summary) if t is not None)
@@ -128,9 +135,10 @@ def _strip_text(options, ctx, path) -> Action:
     patterns = [ctx.regex(p, f"{path}.keep_patterns[{i}]") for i, p in enumerate(options.get("keep_patterns", []))]
     patterns = [p for p in patterns if p is not None]
     max_chars = options.get("keep_max_chars")
-    marker = options.get("marker")
-    if marker is not None:
-        ctx.recognise(marker.__eq__)
+    marker = options.get("marker") or None
+    if marker is not None and not marker.strip():
+        marker = None  # a blank marker removes without a trace: an empty text block is invalid
+    ctx.recognise((marker or DEFAULT_STRIP_MARKER).__eq__)
     text_first = options.get("text_first", False)
     keep_thinking = options.get("keep_thinking", False)
     keep_text = options.get("keep_text", False)
@@ -146,9 +154,15 @@ def _strip_text(options, ctx, path) -> Action:
         if item.kind != "assistant" or (tool_turns_only and not item.call_ids):
             return "strip-text applies to assistant turns" + (" with tool calls" if tool_turns_only else "")
         latest = item.msg_index == ed.view.last_assistant
-        fmt = ed.view.fmt
-        new = fmt.strip_text(ed.message(item.msg_index), keep, marker, text_first and not latest,
-                             keep_thinking or latest, drop_other)
+        fmt, msg = ed.view.fmt, ed.message(item.msg_index)
+
+        def strip(marker: str | None) -> dict:
+            return fmt.strip_text(msg, keep, marker, text_first and not latest, keep_thinking or latest, drop_other)
+
+        new = strip(marker)
+        if marker is None and ((fmt.is_empty(new) and any(fmt.text_blocks(msg)))
+                               or fmt.breakpoints(new) < min(1, fmt.breakpoints(msg))):
+            new = strip(DEFAULT_STRIP_MARKER)  # it removed all the text, or all that could carry a breakpoint
         if fmt.is_empty(new):
             return "left as it is: stripping would leave an empty message"
         ed.replace(item.msg_index, new)
@@ -178,10 +192,16 @@ def _cache_breakpoint(options, ctx, path) -> Action:
     cache_control = {"type": "ephemeral", **({"ttl": options["ttl"]} if options and "ttl" in options else {})}
 
     def cache_breakpoint(item: Item, ed: Editor) -> str | None:
-        fmt = ed.view.fmt
-        if fmt.name != "anthropic":
-            return "cache-breakpoint needs the Anthropic format"
-        ed.replace(item.msg_index, fmt.mark_cache(ed.message(item.msg_index), item, cache_control))
+        fmt, msg = ed.view.fmt, ed.message(item.msg_index)
+        if not fmt.max_breakpoints:
+            return f"cache-breakpoint needs Anthropic cache_control, which these {fmt.name} messages do not carry"
+        new = fmt.mark_cache(msg, item, cache_control)
+        if new is msg:
+            return None if fmt.breakpoints(msg) else "no block here may carry a cache breakpoint"
+        held = ed.breakpoints()
+        if held >= fmt.max_breakpoints:
+            return f"left as it is: the request already holds {held} cache breakpoints (at most {fmt.max_breakpoints})"
+        ed.replace(item.msg_index, new)
         return None
 
     return Action("cache-breakpoint", cache_breakpoint)

@@ -42,13 +42,17 @@ class Compactor:
         self._memos: list[_Memo | None] = [None] * len(self.rulesets)
         self._lock = threading.Lock()
 
-    def __call__(self, messages: list, format: str | None = None) -> Result:
-        """Compact ``messages`` (in ``format``, else the Compactor's, else detected)."""
+    def __call__(self, messages: list, format: str | Format | None = None, *, breakpoints_outside: int = 0
+                 ) -> Result:
+        """Compact ``messages`` (in ``format``, else the Compactor's, else detected);
+        ``breakpoints_outside`` as for ``compact``."""
         name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
         with self._lock:
+            if not self.rulesets:
+                fmt.check(messages)
             for index, ruleset in enumerate(self.rulesets):
-                done = self._pass(index, current, ruleset, fmt)
+                done = self._pass(index, current, ruleset, fmt, breakpoints_outside)
                 current = done.messages
                 passes.append(done.report)
         return finish(messages, current, name, self.rulesets, passes)
@@ -58,18 +62,22 @@ class Compactor:
         with self._lock:
             self._memos = [None] * len(self.rulesets)
 
-    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
+    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, outside: int) -> Pass:
         memo = self._memos[index]
         held = memo is not None and memo.fmt is fmt and memo.verified(messages, self.verify)
+        if index == 0:  # the input: the messages a previous call checked and verified are valid
+            fmt.check(messages, memo.boundary if held else 0)
         if not held:
-            done = run_pass(messages, ruleset, fmt)
+            done = run_pass(messages, ruleset, fmt, breakpoints_outside=outside)
         else:
             sizes = memo.sizes + Sizes.of(messages[memo.boundary:], fmt, ruleset, memo.boundary)
             boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
             budget_moved = ruleset.budget.stop_at_tokens is not None and sizes.total_tokens != memo.total
-            if boundary == memo.boundary and not budget_moved:
+            breakpoints_moved = memo.done.held is not None and memo.done.held != outside + sum(
+                map(fmt.breakpoints, messages[boundary:]))
+            if boundary == memo.boundary and not budget_moved and not breakpoints_moved:
                 return memo.reuse(messages, sizes, ruleset)
-            done = run_pass(messages, ruleset, fmt, sizes, memo.done.resume)
+            done = run_pass(messages, ruleset, fmt, sizes, memo.done.resume, outside)
         # Copies are taken from the second call of a conversation on (its first message is the
         # same object), so callers that build new messages on every call pay nothing for them.
         same_conversation = memo is not None and bool(messages) and memo.first is messages[0]

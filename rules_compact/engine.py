@@ -32,20 +32,33 @@ class Result:
 
 
 class _Editor:
-    """Copy-on-write view of the output; records which messages an action touched."""
+    """Copy-on-write view of the output; records which messages an action touched, and whether
+    an action asked how many cache breakpoints the request holds."""
 
-    def __init__(self, messages: list, view: View):
+    def __init__(self, messages: list, view: View, around: Callable[[], int]):
         self.out = list(messages)
         self.view = view
         self.touched: set[int] = set()
+        self.asked = False
+        self._around = around  # the breakpoints outside ``out``: outside the messages, and before and after the view
+        self._held: int | None = None  # once asked: the request's breakpoints, kept up to date
 
     def message(self, index: int) -> dict:
         return self.out[index]
 
     def replace(self, index: int, message: dict) -> None:
         if message is not self.out[index]:
+            if self._held is not None:
+                count = self.view.fmt.breakpoints
+                self._held += count(message) - count(self.out[index])
             self.out[index] = message
             self.touched.add(index)
+
+    def breakpoints(self) -> int:
+        self.asked = True
+        if self._held is None:
+            self._held = self._around() + sum(map(self.view.fmt.breakpoints, self.out))
+        return self._held
 
     def result_text(self, item: Item) -> str:
         return parts_text(self.view.fmt.result_content(self.out[item.msg_index], item))
@@ -89,14 +102,16 @@ class Pass:
     sizes: Sizes  # of the input
     decided: Callable[[], tuple[Decision, ...]]  # the decisions on the decided prefix (memoised)
     resume: Resume | None = None  # for the same messages with more appended
+    held: int | None = None  # when an action asked: the breakpoints outside and after the boundary then
 
 
 def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None = None,
-             resume: Resume | None = None) -> Pass:
+             resume: Resume | None = None, breakpoints_outside: int = 0) -> Pass:
     """One rule file over ``messages``: the new list and what was decided.
 
     With ``resume`` (from a pass of the same rule set over a shorter version of ``messages``
-    that ``messages`` extends), the rules are evaluated only after ``resume.start``."""
+    that ``messages`` extends), the rules are evaluated only after ``resume.start``.
+    ``breakpoints_outside``: the cache breakpoints the request holds outside the messages."""
     sizes = sizes or Sizes.of(messages, fmt, ruleset)
     boundary = step_boundary(ruleset.step, sizes) if ruleset.step else len(messages)
     tokens, chars = sizes.total_tokens, sizes.total_chars
@@ -120,7 +135,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
         resume = resume.owned()
         view = _region(messages, ruleset, fmt, sizes, boundary, resume)
         if crosses(view, resume):
-            return run_pass(messages, ruleset, fmt, sizes)
+            return run_pass(messages, ruleset, fmt, sizes, breakpoints_outside=breakpoints_outside)
         start = superseding_start(view, resume, ruleset.finality)
         if start < resume.start:
             resume = resume.cut(start, sizes) if start else None
@@ -130,7 +145,15 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
         view = full if boundary == len(messages) else _region(messages, ruleset, fmt, sizes, boundary, None)
     start = view.offset
     budget = ruleset.budget
-    editor = _Editor(view.messages, view)
+    held: int | None = None
+
+    def around() -> int:
+        nonlocal held
+        held = breakpoints_outside + sum(map(fmt.breakpoints, messages[boundary:]))
+        return held + (sum(map(fmt.breakpoints, resume.outputs)) if start else 0)
+
+    editor = _Editor(view.messages, view, around)
+    open_from: int | None = None  # the first item whose decision read the breakpoint count
     message_tokens = sizes.tokens[start:boundary]  # after the actions so far
     message_chars = sizes.chars[start:boundary]
     total = tokens - (resume.saved_tokens if start else 0)
@@ -149,8 +172,10 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
                         and cleared >= budget.stop_after_cleared_tokens)):
                 note = "budget reached: left as it is"
             else:
-                editor.touched = touched
+                editor.touched, editor.asked = touched, False
                 note = "; ".join(n for n in (a.apply(item, editor) for a in rule.actions) if n) or None
+                if editor.asked and open_from is None:
+                    open_from = len(records)
                 for index in touched:
                     new_tokens, new_chars = view.measure(editor.out[index])
                     saved += message_tokens[index] - new_tokens
@@ -186,8 +211,8 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes | None 
     settled = None
     if ruleset.finality is not None and fmt.resumable and not unapplied:
         settled = follow(view, ruleset.finality, resume if start else None, editor.out, records,
-                         message_tokens, message_chars)
-    return Pass(out, report, boundary, sizes, decided, settled)
+                         message_tokens, message_chars, open_from)
+    return Pass(out, report, boundary, sizes, decided, settled, held)
 
 
 def _region(messages: list, ruleset: RuleSet, fmt: Format, sizes: Sizes, boundary: int,
@@ -264,26 +289,33 @@ def resolve_rules(rules) -> list[RuleSet]:
 
 
 def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None = None,
-            format: str | None = None) -> Result:
+            format: str | Format | None = None, *, breakpoints_outside: int = 0) -> Result:
     """Apply one rule set, or several as successive passes, to a message list.
 
     The input is never mutated.  ``rules`` may be a RuleSet, a path or ``preset:NAME``,
-    or a list of those; None means the bundled default rules.
+    or a list of those; None means the bundled default rules.  ``breakpoints_outside``: the
+    cache breakpoints the request holds outside ``messages`` (in its system prompt and tools,
+    see ``count_breakpoints``), which the ``cache-breakpoint`` action counts with the messages'
+    own.  Messages a model API would reject for their shape raise InputError.
     """
     name, fmt = check_messages(messages, format)
+    fmt.check(messages)
     rulesets = resolve_rules(rules)
     current, passes = messages, []
     for ruleset in rulesets:
-        done = run_pass(current, ruleset, fmt)
+        done = run_pass(current, ruleset, fmt, breakpoints_outside=breakpoints_outside)
         current = done.messages
         passes.append(done.report)
     return finish(messages, current, name, rulesets, passes)
 
 
-def check_messages(messages: list, format: str | None) -> tuple[str, Format]:
-    """The format's name and object; InputError for a non-list or an unknown format."""
+def check_messages(messages: list, format: str | Format | None) -> tuple[str, Format]:
+    """The format's name and object (``format`` may be a Format); InputError for a non-list or
+    an unknown format."""
     if not isinstance(messages, list):
         raise InputError(f"messages must be a list, got {type(messages).__name__}")
+    if isinstance(format, Format):
+        return format.name, format
     name = format or detect_format(messages)
     fmt = FORMATS.get(name)
     if fmt is None:

@@ -24,7 +24,7 @@ Messages or OpenAI Responses API item list.  Understood inputs (``source_format`
     observations as ``user`` messages.
 ``mini-swe-agent``
     A mini-swe-agent trajectory (``trajectory_format: mini-swe-agent-*``): its
-    ``messages``, unchanged (the closing ``exit`` message included).
+    ``messages``, unchanged, but for the closing ``role: exit`` message, which no model saw.
 ``tau-bench``
     tau-bench results (a list of ``{task_id, reward, info, traj}``): one
     conversation per ``traj``, unchanged.
@@ -351,7 +351,11 @@ def _is_mini_swe_agent(data: dict) -> bool:
 
 
 def _mini_swe_agent(data: dict) -> list[_Draft]:
-    return [_Draft(_message_list(data.get("messages"), "'messages'"), "mini-swe-agent", "openai")]
+    messages = _message_list(data.get("messages"), "'messages'")
+    sent = [m for m in messages if m["role"] != "exit"]
+    notes = [f"left out the closing exit message{'s' if len(messages) - len(sent) > 1 else ''} "
+             "(no model saw it)"] if len(sent) < len(messages) else []
+    return [_Draft(sent, "mini-swe-agent", "openai", notes)]
 
 
 # --- tau-bench ------------------------------------------------------------------------------------

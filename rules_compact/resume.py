@@ -103,14 +103,19 @@ def superseding_start(view: View, resume: Resume, finality: Finality) -> int:
 
 
 def follow(view: View, finality: Finality, resume: Resume | None, outputs: list, records: list,
-           tokens_after: list[int], chars_after: list[int]) -> Resume:
+           tokens_after: list[int], chars_after: list[int], open_from: int | None = None) -> Resume:
     """The Resume after a pass that evaluated ``view`` (resuming from ``resume``): extended over
     the leading messages whose items are now all settled.  ``records``, ``tokens_after`` and
-    ``chars_after``: the pass's, for the view's items and messages.  ``resume`` grows in place:
-    it must be ``owned()`` (run_pass takes it so before resuming)."""
+    ``chars_after``: the pass's, for the view's items and messages; ``open_from``: the first
+    of the view's items whose decision read a count of the whole request (its cache
+    breakpoints), which a later call may change, so it never settles.  ``resume`` grows in
+    place: it must be ``owned()`` (run_pass takes it so before resuming)."""
     prev = resume if resume is not None else _empty()
     items = view.items
-    first = next((it for it in items if not finality.final(it, view)), None)
+    unsettled = items if open_from is None else items[:open_from]
+    first = next((it for it in unsettled if not finality.final(it, view)), None)
+    if first is None and open_from is not None:
+        first = items[open_from]
     if first is None:
         cut = len(view.messages)
     else:

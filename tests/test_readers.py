@@ -315,11 +315,13 @@ def test_swe_agent_legacy_text_actions_keep_user_observations(rel, count, users)
 def test_mini_swe_agent_messages_pass_through(rel):
     conv = one(rel)
     assert (conv.source_format, conv.format) == ("mini-swe-agent", "openai")
-    assert conv.messages == json.loads(raw(rel))["messages"]  # nothing dropped, extra keys kept
+    logged = json.loads(raw(rel))["messages"]
+    assert logged[-1]["role"] == "exit"  # mini-swe-agent's closing record, which no model saw
+    assert conv.messages == logged[:-1]  # nothing else dropped, extra keys kept
+    assert conv.notes == ("left out the closing exit message (no model saw it)",)
     count, n_results = MINI[rel]
-    assert len(conv.messages) == count
+    assert len(conv.messages) == count - 1
     assert len(results(conv)) == n_results
-    assert conv.messages[-1]["role"] == "exit"
     dangling, orphans, dups = openai_pairing(conv.messages)
     assert len(dangling) == 1 and not orphans and not dups  # the final submit call (see SOURCES.md)
     last_call = [m for m in conv.messages if m.get("tool_calls")][-1]
@@ -753,3 +755,18 @@ def test_odd_input_never_crashes(rel):
         for conv in convs:
             assert conv.format in FORMATS and isinstance(conv.messages, list)
             FORMATS[conv.format].scan(conv.messages)
+
+
+# --- every trace is valid input ---------------------------------------------------------------------
+
+TRACE_FILES = sorted(p for p in TRACES.rglob("*")
+                     if p.suffix in (".json", ".jsonl", ".traj"))
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
+def test_every_trace_goes_through_stats(path, capsys):
+    """The messages a reader gives are ones a model API accepts (rules-compact checks each
+    message's shape and stops at a bad one)."""
+    from rules_compact.cli import main
+
+    assert main(["stats", str(path)]) == 0, capsys.readouterr().err
