@@ -122,6 +122,10 @@ def _read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
     for conv in read_conversations_from(path):
         fmt = forced or conv.format
         if fmt != conv.format and conv.messages:
+            try:
+                FORMATS[fmt].check(conv.messages)
+            except InputError as error:
+                raise InputError(f"{error}; the content looks like {conv.format} (--format {conv.format})") from None
             found = len(FORMATS[fmt].items(conv.messages))
             detected = len(FORMATS[conv.format].items(conv.messages))
             if found < detected:

@@ -30,7 +30,7 @@ MINI_SWE_AGENT = TRACES / "mini-swe-agent" / "deepseek_chat_dev_rerun__pylint-de
 
 
 def _mini_swe_agent() -> list:
-    return load_json(MINI_SWE_AGENT)["messages"]
+    return read_conversations(MINI_SWE_AGENT.read_bytes(), MINI_SWE_AGENT.name)[0].messages
 
 
 @pytest.mark.parametrize("rules", PRESETS)
@@ -174,7 +174,8 @@ def test_threads_sharing_a_compactor_get_what_compact_gives():
 @given(conversation=conversations(), files=st.lists(rule_files(), min_size=1, max_size=2),
        ends=st.lists(st.integers(0, 60), min_size=1, max_size=6), verify=st.booleans(), data=st.data())
 def test_compactor_equals_compact_on_any_sequence_of_calls(conversation, files, ends, verify, data):
-    """Histories that grow, repeat, shrink or change in place: always compact's answer."""
+    """Histories that grow, repeat, shrink or change in place, with cache breakpoints outside the
+    messages that vary from call to call: always compact's answer."""
     fmt, messages = conversation
     for f in files:
         note(json.dumps(f, ensure_ascii=False))
@@ -183,7 +184,9 @@ def test_compactor_equals_compact_on_any_sequence_of_calls(conversation, files, 
     messages = copy.deepcopy(messages)
     for end in sorted(ends) if data.draw(st.booleans()) else ends:
         history = messages[:end]
-        _same(compactor(history), compact(history, rulesets, format=fmt))
+        outside = data.draw(st.integers(0, 4))  # cache breakpoints in the request's system and tools
+        _same(compactor(history, breakpoints_outside=outside),
+              compact(history, rulesets, format=fmt, breakpoints_outside=outside))
         memo = compactor._memos[0]
         event("resumed" if memo and memo.settled and memo.settled.start else "decided from the start")
         if verify and messages and data.draw(st.integers(0, 3)) == 0:

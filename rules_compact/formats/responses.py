@@ -36,7 +36,8 @@ sits at its assistant ``message`` item, or at its first call when it has no mess
 reasoning items alone is no item.  Its calls are every call of the turn (``has_tool_calls``,
 ``tool``, ``dangling``), its text is the message's text, and ``has_thinking`` is true when
 the turn holds a reasoning item.  ``strip-text`` edits the message item only (a text part that
-goes becomes the marker; the message is never left empty); ``clear-inputs`` on a result blanks
+goes becomes the marker; when all of it goes, the marker stands in even if the rule gives none,
+``[text removed]``, so a message is never left empty); ``clear-inputs`` on a result blanks
 its call's ``arguments`` to ``"{}"`` (``input`` to ``""`` for a custom tool call; a local shell
 call's ``action`` stays).  A model response starts at the first item of each turn
 (:meth:`ResponsesFormat.response_starts`), so ``replay`` counts a round for a turn made only of
@@ -176,11 +177,15 @@ class ResponsesFormat(Format):
             if not isinstance(content, (str, list)):
                 return f"'content' is {json_kind(content)}, not a string or a list of parts"
         elif _kind(msg) in ("call", "result"):
-            if not isinstance(msg.get("call_id"), str):
-                return f"{kind} 'call_id' is {json_kind(msg.get('call_id'))}, not a string"
+            ref = "id" if kind == "local_shell_call_output" and "call_id" not in msg else "call_id"
+            if not isinstance(msg.get(ref), str):
+                return f"{kind} '{ref}' is {json_kind(msg.get(ref))}, not a string"
             key = CALL_TYPES.get(kind, "output")
             value = msg.get(key)
-            if not (isinstance(value, str) or (key == "output" and isinstance(value, list))):
+            if key == "action":  # a local shell call's action is an object ({type: exec, command: [...]})
+                if not isinstance(value, dict):
+                    return f"{kind} 'action' is {json_kind(value)}, not an object"
+            elif not (isinstance(value, str) or (key == "output" and isinstance(value, list))):
                 return f"{kind} '{key}' is {json_kind(value)}, not a string" + (" or a list" if key == "output" else "")
         return None
 

@@ -24,7 +24,7 @@ Messages or OpenAI Responses API item list.  Understood inputs (``source_format`
     observations as ``user`` messages.
 ``mini-swe-agent``
     A mini-swe-agent trajectory (``trajectory_format: mini-swe-agent-*``): its
-    ``messages``, unchanged (the closing ``exit`` message included).
+    ``messages``, unchanged, but for the closing ``role: exit`` message, which no model saw.
 ``tau-bench``
     tau-bench results (a list of ``{task_id, reward, info, traj}``): one
     conversation per ``traj``, unchanged.

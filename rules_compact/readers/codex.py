@@ -83,6 +83,7 @@ class _Codex:
         self.summaries: set[str] = set()  # summary messages inserted by compactions
         self.start: str | None = None  # how the history after the last compacted line was made
         self.legacy = False
+        self.repaired = 0  # function calls whose arguments the log has as null
 
     def record(self, item: Any, line: int, what: str) -> None:
         if not is_item(item):
@@ -92,6 +93,9 @@ class _Codex:
         if kind in CODEX_NOT_SENT or _is_codex_message(item, "system"):
             self.dropped[kind if kind in CODEX_NOT_SENT else "system message"] += 1
             return
+        if kind == "function_call" and item.get("arguments") is None:  # trimmed logs; the API needs a string
+            item = {**item, "arguments": "{}"}
+            self.repaired += 1
         self.history.append(item)
 
     def compacted(self, payload: Any, line: int) -> None:
@@ -174,6 +178,9 @@ class _Codex:
                          "state: not conversation items)")
         if self.dropped:
             notes.append(f"left out {counts(self.dropped, 'items')} (recorded by Codex, never sent to the model)")
+        if self.repaired:
+            notes.append(f"read the null arguments of {self.repaired} function_call items as '{{}}' (the API "
+                         "takes only a string)")
         other = Counter(it.get("type", "message") for it in self.history
                         if isinstance(it, dict) and it.get("type", "message") not in CODEX_DECIDED)
         if other:

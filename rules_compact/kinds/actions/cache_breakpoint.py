@@ -31,5 +31,5 @@ SCHEMA = {'type': ['null', 'object'],
  'properties': {'ttl': {'enum': ['5m', '1h'], 'description': "Cache lifetime (Anthropic's ttl)."}}}
 
 KIND = ActionKind('cache-breakpoint', compile_cache_breakpoint,
-                  "Put an Anthropic cache_control breakpoint ({type: ephemeral}) on the item's block, e.g. on the last item before the step boundary.",
+                  "Put an Anthropic cache_control breakpoint ({type: ephemeral}) on the item's block, e.g. on the last item before the step boundary; never past the request's limit of 4, counting those it already holds.",
                   SCHEMA, item_only=True, reads_request=True)

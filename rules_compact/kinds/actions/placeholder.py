@@ -91,7 +91,8 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                        'type': 'boolean',
                                        'description': "Use the tool's summarizer (declared by a plugin) when "
                                                       'it has one; falls back to the plain placeholder if it '
-                                                      'has none or it fails.'},
+                                                      'has none or it fails. A summary placeholder larger '
+                                                      'than the result leaves the result as it is.'},
                            'summary_text': {'default': '[Previous: used {tool_name}: {summary}]',
                                             'type': 'string',
                                             'description': 'Template for a summarized result; variables as '
@@ -101,9 +102,9 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                            'as_string': {'default': False,
                                          'type': 'boolean',
                                          'description': 'Write the placeholder as a plain string even when '
-                                                        'the content was a list of blocks (the originals do; '
-                                                        'a cache_control on an inner block is then '
-                                                        'lost).'}}}]}
+                                                        'the content was a list of blocks (the originals do); '
+                                                        'a cache_control on an inner block moves onto the '
+                                                        'tool_result block.'}}}]}
 
 KIND = ActionKind('placeholder', compile_placeholder,
                   "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}.",

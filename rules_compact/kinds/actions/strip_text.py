@@ -64,7 +64,7 @@ SCHEMA = {'type': ['null', 'object'],
                                    'minimum': 0,
                                    'description': 'A text block of at most this many characters is kept.'},
                 'marker': {'type': 'string',
-                           'description': "Text put in place of what was removed, e.g. '[thinking removed]'.",
+                           'description': "Text put in place of what was removed, e.g. '[thinking removed]'. A blank one removes without a trace; when nothing else would be left of the message, the marker (by default '[text removed]') stands in.",
                            'maxLength': 2000},
                 'text_first': {'default': False,
                                'type': 'boolean',
@@ -78,12 +78,13 @@ SCHEMA = {'type': ['null', 'object'],
                 'tool_turns_only': {'default': True,
                                     'type': 'boolean',
                                     'description': 'Apply only to assistant turns that call tools (default '
-                                                   'true); false also strips final answers, never leaving a '
-                                                   'message empty.'},
+                                                   'true); false also strips final answers (a message is '
+                                                   'never left empty).'},
                 'drop_other_blocks': {'default': False,
                                       'type': 'boolean',
                                       'description': 'Also drop blocks that are neither text, thinking nor '
-                                                     'tool calls (images, for example).'},
+                                                     "tool calls (images, for example); a server tool's call "
+                                                     'and result blocks stay.'},
                 'length': {'default': 'chars',
                            'enum': ['chars', 'utf16'],
                            'description': 'How keep_max_chars measures: characters (default) or UTF-16 code '
