@@ -20,7 +20,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from .engine.interpreter import Input, step_boundary
+from .engine.interpreter import Input, content_rules, step_boundary
+from .engine.stepping import walk_pay_back
 from .errors import InputError
 from .formats import FORMATS, Format, detect_format
 from .incremental import Compactor
@@ -190,6 +191,12 @@ def step_schedule(messages: list, ruleset: RuleSet, fmt: str) -> tuple[int, ...]
     if ruleset.step is None:
         return tuple(starts)
     given = Input(messages, form, ruleset)  # each round's history is a prefix: measure the messages once
+    if ruleset.step.pay_back is not None:  # the walk over the whole history passes every round's prompt end
+        compactor = Compactor([content_rules(ruleset)], format=fmt, verify=False)
+        walk = walk_pay_back(ruleset.step, ruleset, messages, form, given.tokens(), given.results(),
+                             lambda b: compactor(messages[:b]).messages)
+        at = dict(zip(walk.ends, walk.boundaries))
+        return tuple(at[end] for end in starts)
     results, tokens = given.results(), (given.tokens() if ruleset.step.unit == "tokens" else None)
     return tuple(step_boundary(ruleset.step, lambda: results[:end], lambda: tokens[:end], end) for end in starts)
 

@@ -13,10 +13,8 @@ A pass reads top to bottom:
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import cached_property
-from itertools import accumulate
 from typing import Any, Callable
 
 from ..errors import InputError
@@ -25,8 +23,10 @@ from ..kinds.base import RESULT, TURN
 from ..language.model import Budget, Rule, RuleSet, Step
 from .facts import Facts, Origin
 from .report import Decision, PassReport
+from .stepping import Walk, step_boundary, walk_pay_back
 
-__all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "Editor", "AFTER_BOUNDARY"]
+__all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "boundary_of", "content_rules", "Editor",
+           "AFTER_BOUNDARY"]
 
 AFTER_BOUNDARY = "after the step boundary: left as it is"
 ERROR_WITHOUT_RULE = "error result: only rules that match is_error: true apply"
@@ -271,21 +271,34 @@ class _Tally:
 
 # -- the pass ------------------------------------------------------------------------------
 
-def step_boundary(step: Step, results_per_message: Callable[[], list[int]],
-                  tokens_per_message: Callable[[], list[int]], count: int) -> int:
-    """How many leading messages the rules decide on: the history up to the latest boundary.
+def boundary_of(ruleset: RuleSet, given: Input, prefix_of: Callable[[int], list] | None = None,
+                resume: Walk | None = None) -> tuple[int, Walk | None]:
+    """How many leading messages the rules decide on (all without a step), and the pay-back
+    walk that put it there (``prefix_of``: the content rules' compaction of a prefix; by default
+    a pass over it; ``resume``: an earlier walk that holds for these messages)."""
+    step, messages = ruleset.step, given.messages
+    if step is None:
+        return len(messages), None
+    if step.pay_back is None:
+        return step_boundary(step, given.results, given.tokens, len(messages)), None
+    if prefix_of is None:
+        content = content_rules(ruleset)
+        prefix_of = lambda b: run_pass(messages[:b], content, given.fmt).messages  # noqa: E731
+    walk = walk_pay_back(step, ruleset, messages, given.fmt, given.tokens(), given.results(), prefix_of, resume)
+    return walk.boundary, walk
 
-    A pure function of that history, so between boundaries the decided prefix, and with it the
-    prompt prefix a provider caches, stays byte-identical."""
-    if step.unit == "messages":
-        return count // step.every * step.every
-    if step.unit == "tool_results":
-        through = list(accumulate(results_per_message()))  # results in messages up to each index
-        reached = (through[-1] if through else 0) // step.every * step.every
-        return bisect_right(through, reached - 1) + 1 if reached else 0
-    cumulative = list(accumulate(tokens_per_message()))
-    limit = (cumulative[-1] if cumulative else 0) // step.every * step.every
-    return bisect_right(cumulative, limit)
+
+_CONTENT: dict[int, tuple[RuleSet, RuleSet]] = {}
+
+
+def content_rules(ruleset: RuleSet) -> RuleSet:
+    """The rule file without its step (what decides the prefix before any boundary)."""
+    found = _CONTENT.get(id(ruleset))
+    if found is None or found[0] is not ruleset:
+        if len(_CONTENT) > 256:
+            _CONTENT.clear()
+        found = _CONTENT[id(ruleset)] = (ruleset, replace(ruleset, step=None))
+    return found[1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -354,8 +367,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside:
     """One rule file over ``messages``: the new list and what was decided
     (``breakpoints_outside``: the cache breakpoints the request holds outside the messages)."""
     given = Input(messages, fmt, ruleset)
-    boundary = (step_boundary(ruleset.step, given.results, given.tokens, len(messages)) if ruleset.step
-                else len(messages))
+    boundary, _ = boundary_of(ruleset, given)
     skip = skipped(ruleset, given, boundary)
     if skip:
         return Pass(messages, not_run(ruleset, skip, given), boundary)
@@ -480,7 +492,8 @@ def _reason(ruleset: RuleSet, boundary: int) -> str:
     if step is None:
         return ruleset.trigger.describe()
     where = f"rules decide messages 0-{boundary - 1}" if boundary else "no step boundary yet: nothing decided"
-    return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}: {where}"
+    how = ", moved once paid back" if step.pay_back else ""
+    return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}{how}: {where}"
 
 
 __all__ += ["Input", "Outside", "skipped", "not_run", "ran", "decisions", "Origin"]

@@ -11,7 +11,9 @@ from typing import Any, Sequence
 
 from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
 from ..engine.facts import Facts
-from ..engine.interpreter import Decided, Input, Outside, Pass, evaluate, not_run, ran, run_pass, skipped, step_boundary
+from ..engine.stepping import Walk
+from ..engine.interpreter import (Decided, Input, Outside, Pass, boundary_of, content_rules, evaluate, not_run, ran,
+                                  run_pass, skipped)
 from ..formats import Format
 from ..formats.base import deep_copy
 from ..kinds.actions import BUILTIN_ACTIONS
@@ -49,6 +51,7 @@ class Compactor:
         self.reuse = reuse
         self._memos: list[_Memo | None] = [None] * len(self.rulesets)
         self._known: dict[tuple, tuple] = {}
+        self._prefixes: dict[int, Compactor] = {}  # per pass with a pay-back step: its prefixes' Compactor
         self._lock = threading.Lock()
 
     def __call__(self, messages: list, format: str | Format | None = None, *, breakpoints_outside: int = 0
@@ -76,6 +79,7 @@ class Compactor:
         """Forget the previous call (and release the messages it holds)."""
         with self._lock:
             self._memos = [None] * len(self.rulesets)
+            self._prefixes.clear()
 
     def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, outside: int,
               held: bool | None = None) -> Pass:
@@ -85,8 +89,11 @@ class Compactor:
         if held is None:
             held = memo is not None and memo.fmt is fmt and memo.holds(messages, self.verify)
         given = Input(messages, fmt, ruleset, memo.given, memo.upto) if held else Input(messages, fmt, ruleset)
-        boundary = (step_boundary(ruleset.step, given.results, given.tokens, len(messages)) if ruleset.step
-                    else len(messages))
+        walk = None
+        if ruleset.step is not None and ruleset.step.pay_back is not None:
+            boundary, walk = self._walk(index, messages, ruleset, fmt, given, memo if held else None)
+        else:
+            boundary, _ = boundary_of(ruleset, given)
         skip = skipped(ruleset, given, boundary)
         if skip:
             self._memos[index] = None
@@ -125,12 +132,25 @@ class Compactor:
         prefix = joined.out
         out = prefix + messages[boundary:] if boundary < len(messages) else prefix
         done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined, around.held)
-        # the decisions hold for histories that extend the decided one: rely on all of it
+        # the decisions hold for histories that extend the decided one: rely on all of it (and
+        # on the messages before the pay-back walk's last round, which the walk read)
         keep = boundary
+        if walk is not None:
+            keep = max(keep, max((e + 1 for e in walk.ends if e < len(messages)), default=0))
         same = memo is not None and bool(messages) and memo.first is messages[0]
         self._memos[index] = _Memo.of(fmt, ruleset, messages, keep, given, boundary, prefix, joined, settled,
-                                      around.held, memo if held else None, snapshot if self.verify and same else None)
+                                      around.held, memo if held else None, snapshot if self.verify and same else None,
+                                      walk)
         return done
+
+    def _walk(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, given: Input, memo: _Memo | None):
+        """The pay-back boundary, resuming the previous call's walk (its rounds before the
+        messages relied on) and compacting the prefixes with a Compactor of the content rules."""
+        prefixes = self._prefixes.get(index)
+        resume = memo.walk.upto(memo.upto - 1) if memo is not None and memo.walk is not None else None
+        if prefixes is None or resume is None:
+            prefixes = self._prefixes[index] = Compactor([content_rules(ruleset)], fmt.name, verify=False)
+        return boundary_of(ruleset, given, lambda b: prefixes(messages[:b], fmt).messages, resume)
 
     def _knowledge(self, index: int, ruleset: RuleSet, fmt: Format):
         """What settles the pass's items, and how to copy what its rules read of a message."""
@@ -212,9 +232,11 @@ class _Memo:
     settled: Settled | None
     held: int | None  # when a decision read the request's breakpoints: those outside and after the boundary
     first: Any  # the first message of the call (tells a conversation's later calls)
+    walk: Walk | None = None  # the pay-back walk that put the boundary
 
     @classmethod
-    def of(cls, fmt, ruleset, messages, upto, given, boundary, outputs, decided, settled, counted, held, snapshot):
+    def of(cls, fmt, ruleset, messages, upto, given, boundary, outputs, decided, settled, counted, held, snapshot,
+           walk=None):
         """``held``: the previous memo, when this call extends what it relied on (its copies are
         kept); ``snapshot``: how to copy a message, None to keep no copies."""
         inputs = messages[:upto]
@@ -225,7 +247,7 @@ class _Memo:
             snapshots = kept + [snapshot(m) for m in inputs[len(kept):]]
         total = sum(given.tokens()) if ruleset.budget.stop_at_tokens is not None else None
         return cls(fmt, inputs, snapshots, upto, given, total, boundary, outputs, decided, settled, counted,
-                   messages[0] if messages else None)
+                   messages[0] if messages else None, walk)
 
     def holds(self, messages: list, verify: bool) -> bool:
         """Whether ``messages`` starts with the messages relied on, unchanged."""

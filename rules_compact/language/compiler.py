@@ -11,7 +11,7 @@ from ..errors import Problem
 from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKind, everything, predicate_matcher
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from ..limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
-from .model import Budget, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
+from .model import Budget, PayBack, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .regexes import RegexError, compile_regex
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .yamlsource import Marks, join_path, locate
@@ -171,7 +171,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         name=data["name"], version=data["version"], description=data.get("description", ""),
         enabled=data.get("enabled", True),
         trigger=Trigger(trigger.get("tokens_over"), trigger.get("tool_results_over")),
-        step=Step(data["step"]["unit"], data["step"]["every"]) if "step" in data else None,
+        step=_step(data["step"]) if "step" in data else None,
         budget=Budget(budget.get("min_cleared_tokens"), budget.get("stop_at_tokens"),
                       budget.get("stop_after_cleared_tokens"), budget.get("min_cleared_counts", "saved")),
         estimator_name=estimator_name,
@@ -182,6 +182,12 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         error_when=error_when, rules=tuple(rules),
         compacted_patterns=tuple(patterns), source=source, chains=_chains(rules),
     )
+
+
+def _step(data: dict) -> Step:
+    pay_back = data.get("pay_back")
+    return Step(data["unit"], data["every"],
+                PayBack(float(pay_back["price_ratio"]), float(pay_back.get("factor", 1))) if pay_back else None)
 
 
 def _chains(rules: list[Rule]) -> dict[str, tuple[tuple[Rule, Matcher | bool], ...]]:

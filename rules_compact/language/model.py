@@ -12,7 +12,7 @@ from .templates import Template
 if TYPE_CHECKING:
     from ..kinds.base import Action, Matcher
 
-__all__ = ["ToolSpec", "ToolTable", "Trigger", "Step", "Budget", "Rule", "RuleSet"]
+__all__ = ["ToolSpec", "ToolTable", "Trigger", "PayBack", "Step", "Budget", "Rule", "RuleSet"]
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -84,12 +84,24 @@ class Trigger:
 
 
 @dataclass(frozen=True)
+class PayBack:
+    """Cost-aware moves of a step boundary (ski rental): move once the rent, the tokens the move
+    would have saved summed over the rounds since the last move, reaches ``factor`` times the
+    move's extra cost in cached-token prices (``price_ratio``: uncached over cached price)."""
+
+    price_ratio: float
+    factor: float = 1.0
+
+
+@dataclass(frozen=True)
 class Step:
     """Decisions change only at step boundaries: every ``every`` units of history, the rules
-    are evaluated on the history up to the latest boundary, and what follows it is kept."""
+    are evaluated on the history up to the latest boundary, and what follows it is kept.
+    With ``pay_back`` the boundary moves to the latest one only once the move has paid off."""
 
     unit: str  # "tool_results" | "tokens" | "messages"
     every: int
+    pay_back: PayBack | None = None
 
 
 @dataclass(frozen=True)
