@@ -7,7 +7,7 @@ from typing import Any, Iterable
 from ..errors import InputError
 from ..jsontext import dumps_data
 from .base import (Call, Format, blocks_problem, _dicts, keep_breakpoint, role_problem, _str, count_breakpoints,
-                   deep_copy, dumps_args, is_tool_block, json_kind, parts_text, replace_content, shallow_parts,
+                   deep_copy, dumps_args, is_tool_block, shorten_values, json_kind, parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
 __all__ = ["AnthropicFormat", "ANTHROPIC_BLOCKS"]
@@ -162,13 +162,15 @@ class AnthropicFormat(Format):
             blocks.append(block)
         return {**msg, "content": blocks}
 
-    def clear_inputs(self, msg, call_ids):
+    def clear_inputs(self, msg, call_ids, longer_than=None):
         blocks, changed = [], False
         for block in self._blocks(msg):
-            if (isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") in call_ids
-                    and block.get("input") != {}):
-                block = {**block, "input": {}}
-                changed = True
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") in call_ids:
+                old = block.get("input")
+                new = {} if longer_than is None else shorten_values(old, longer_than)
+                if new != old:
+                    block = {**block, "input": new}
+                    changed = True
             blocks.append(block)
         return {**msg, "content": blocks} if changed else msg
 

@@ -229,6 +229,33 @@ def decode_args(call: dict | None) -> Any:
         return None
 
 
+def shorten_values(value: Any, longer_than: int) -> Any:
+    """``value`` with every string over ``longer_than`` characters, at any depth, replaced by
+    ``[N lines cleared]`` (the rest, such as a path or a short command, stays)."""
+    if isinstance(value, str):
+        return f"[{len(value.splitlines())} lines cleared]" if len(value) > longer_than else value
+    if isinstance(value, dict):
+        return {k: shorten_values(v, longer_than) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shorten_values(v, longer_than) for v in value]
+    return value
+
+
+def shorten_json(text: Any, longer_than: int) -> Any:
+    """JSON ``arguments`` text with its long string values shortened (``shorten_values``); text
+    that does not decode as a JSON object or array is shortened as one string."""
+    if not isinstance(text, str):
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return shorten_values(text, longer_than)
+    if not isinstance(data, (dict, list)):
+        return text
+    new = shorten_values(data, longer_than)
+    return text if new == data else json.dumps(new, ensure_ascii=False)
+
+
 def deep_copy(value: Any) -> Any:
     """A copy of the dicts and lists in ``value``; everything else is shared."""
     if isinstance(value, dict):
@@ -383,7 +410,9 @@ class Format:
         may carry it, or it already has one.  Used when ``max_breakpoints`` is not 0."""
         return msg
 
-    def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
+    def clear_inputs(self, msg: dict, call_ids: frozenset[str], longer_than: int | None = None) -> dict:
+        """The message with the arguments of these calls blanked, or with ``longer_than``, only
+        their string values over that many characters replaced (``shorten_values``)."""
         raise NotImplementedError
 
     # -- noticing edits in place ----------------------------------------------------------

@@ -6,7 +6,7 @@ from functools import cached_property
 from typing import Any
 
 from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
-                   _str, count_breakpoints, deep_copy, dumps_args, json_kind, parts_text, replace_content, shallow_parts,
+                   _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
 __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS", "OPENAI_CACHE_CONTROL"]
@@ -301,16 +301,19 @@ class OpenAIFormat(Format):
                                   and isinstance(c.get("function"), dict) else deep_copy(c) for c in calls]
         return copy
 
-    def clear_inputs(self, msg, call_ids):
+    def clear_inputs(self, msg, call_ids, longer_than=None):
         calls = msg.get("tool_calls")
         if not isinstance(calls, list):
             return msg
         new_calls, changed = [], False
         for call in calls:
             fn = call.get("function") if isinstance(call, dict) else None
-            if isinstance(fn, dict) and call.get("id") in call_ids and fn.get("arguments") != "{}":
-                call = {**call, "function": {**fn, "arguments": "{}"}}
-                changed = True
+            if isinstance(fn, dict) and call.get("id") in call_ids:
+                old = fn.get("arguments")
+                new = "{}" if longer_than is None else shorten_json(old, longer_than)
+                if new != old:
+                    call = {**call, "function": {**fn, "arguments": new}}
+                    changed = True
             new_calls.append(call)
         return {**msg, "tool_calls": new_calls} if changed else msg
 

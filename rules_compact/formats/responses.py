@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .base import Format, KeepText, Scan, dumps_args, json_kind
+from .base import Format, KeepText, Scan, dumps_args, json_kind, shorten_json, shorten_values
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -359,11 +359,17 @@ class ResponsesFormat(Format):
             return not content_text(msg.get("content"))
         return False
 
-    def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:
+    def clear_inputs(self, msg: dict, call_ids: frozenset[str], longer_than: int | None = None) -> dict:
         if _kind(msg) != "call" or msg.get("call_id") not in call_ids or msg["type"] not in CLEARED_INPUT:
             return msg
-        key, blank = CALL_TYPES[msg["type"]], CLEARED_INPUT[msg["type"]]
-        return msg if msg.get(key) == blank else {**msg, key: blank}
+        key = CALL_TYPES[msg["type"]]
+        if longer_than is None:
+            new = CLEARED_INPUT[msg["type"]]
+        elif msg["type"] == "function_call":
+            new = shorten_json(msg.get(key), longer_than)
+        else:
+            new = shorten_values(msg.get(key), longer_than)
+        return msg if msg.get(key) == new else {**msg, key: new}
 
 
 RESPONSES = ResponsesFormat()

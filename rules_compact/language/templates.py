@@ -7,15 +7,20 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from ..formats.base import decode_args
 from ..kinds.estimators import utf8_len
 from ..limits import MAX_FORMAT_WIDTH, MAX_TEMPLATE_CHARS
 from .regexes import compile_regex, escape
 
 __all__ = ["Template", "TemplateError", "RESULT_VARIABLES", "Variables", "result_variables"]
 
-RESULT_VARIABLES = ("tool_name", "tool_call_id", "chars", "bytes", "tokens", "lines")
+RESULT_VARIABLES = ("tool_name", "tool_call_id", "chars", "bytes", "tokens", "lines", "args", "names")
+VARIABLE_LENGTH = frozenset({"args", "names"})  # fields that can make a placeholder larger than its result
 SAMPLE = {"tool_name": "Read", "tool_call_id": "call_1", "chars": 1, "bytes": 1, "tokens": 1, "lines": 1,
-          "omitted": 1, "summary": "s"}
+          "omitted": 1, "summary": "s", "args": "src/x.py", "names": "src/x.py"}
+ARGS_CHARS = 120  # {args}: at most this many characters
+NAMES = 8  # {names}: at most this many names
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{7,}")  # a path or identifier, as reference recall counts them
 
 
 class TemplateError(ValueError):
@@ -121,14 +126,16 @@ def result_variables(text: str, tool_name: str | None, tool_call_id: str | None,
 
 
 class Variables(dict):
-    """The variables of a placeholder, measured on the text it replaces when first read."""
+    """The variables of a placeholder, measured on the text it replaces (and ``args`` on its
+    ``call``) when first read."""
 
-    __slots__ = ("_text", "_estimate")
+    __slots__ = ("_text", "_estimate", "_call")
 
-    def __init__(self, text: str, tool_name: str | None, tool_call_id: str | None, estimate):
+    def __init__(self, text: str, tool_name: str | None, tool_call_id: str | None, estimate, call: Any = None):
         dict.__init__(self, tool_name=tool_name or "unknown", tool_call_id=tool_call_id or "")
         self._text = text
         self._estimate = estimate
+        self._call = call
 
     def __missing__(self, key: str):
         text = self._text
@@ -140,7 +147,31 @@ class Variables(dict):
             value = self._estimate(text)
         elif key == "lines":
             value = len(text.splitlines())
+        elif key == "args":
+            value = args_text(decode_args(self._call))
+        elif key == "names":
+            value = " ".join(names_in(text, NAMES))
         else:
             raise KeyError(key)
         self[key] = value
         return value
+
+
+def args_text(args: Any) -> str:
+    """A call's string arguments, whitespace collapsed, space-joined, at most ARGS_CHARS characters
+    (a path, a command, a pattern: what the agent would pass to ask again)."""
+    values = args.values() if isinstance(args, dict) else [args] if isinstance(args, str) else ()
+    text = " ".join(" ".join(v.split()) for v in values if isinstance(v, str) and v.strip())
+    return text if len(text) <= ARGS_CHARS else text[:ARGS_CHARS - 3] + "..."
+
+
+def names_in(text: str, count: int) -> list[str]:
+    """The first ``count`` distinct paths and dotted or underscored identifiers of a text."""
+    names: list[str] = []
+    for found in NAME.finditer(text):
+        name = found.group().rstrip(".")
+        if ("/" in name or "_" in name or "." in name) and name not in names:
+            names.append(name)
+            if len(names) == count:
+                break
+    return names

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...language.templates import Variables
+from ...language.templates import VARIABLE_LENGTH, Variables
 from ..base import Action, ActionKind, with_defaults
 
 def compile_placeholder(options, ctx, path) -> Action:
@@ -43,17 +43,18 @@ def compile_placeholder(options, ctx, path) -> Action:
             if out[msg[index]] is not inputs[msg[index]]:  # an earlier action edited its message
                 current = text_at(index)
             values = None
+            link = facts.links[index][0]
             if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
-                values = Variables(current, name, call_ids[index], estimate)
+                values = Variables(current, name, call_ids[index], estimate, link)
                 if template.recognises(current, values) or (summary is not None
                                                             and summary.recognises(current, values)):
                     if as_string and not isinstance(ed.result_content_at(index), str):
                         set_text_at(index, current, True)  # same text, now the plain string asked for
                     continue
             if summary is not None and spec is not None and spec.summarize is not None:
-                values = values or Variables(current, name, call_ids[index], estimate)
+                values = values or Variables(current, name, call_ids[index], estimate, link)
                 try:
-                    values["summary"] = _summarize(spec, current, facts.links[index][0])
+                    values["summary"] = _summarize(spec, current, link)
                 except Exception as exc:  # a plugin's summarizer must never break compaction
                     notes[index] = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
                 else:
@@ -65,7 +66,14 @@ def compile_placeholder(options, ctx, path) -> Action:
                         set_text_at(index, new, as_string)
                     continue
             if fixed is None:
-                fixed = template.render(values or Variables(current, name, call_ids[index], estimate))
+                values = values or Variables(current, name, call_ids[index], estimate, link)
+                new = template.render(values)
+                if VARIABLE_LENGTH.intersection(template.variables) and (tokens := estimate(new)) >= values["tokens"]:
+                    notes[index] = (f"left as it is: the placeholder ({tokens} tokens) is not smaller than the "
+                                    f"result ({values['tokens']})")
+                    continue
+                set_text_at(index, new, as_string)
+                continue
             set_text_at(index, fixed, as_string)
         return notes
 
@@ -107,5 +115,5 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                                         'tool_result block.'}}}]}
 
 KIND = ActionKind('placeholder', compile_placeholder,
-                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}.",
+                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments, at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A template with {args} or {names} that would not come out smaller than the result leaves it as it is.",
                   SCHEMA, item_only=True)
