@@ -4,15 +4,17 @@ On each of the six mini-swe-agent trajectories (tests/data/traces/mini-swe-agent
 by round with ``rules_compact.replay`` (tokens estimated with chars4, Anthropic prices: cached 0.1,
 uncached 1.25), the default must give
 
-* prompt tokens <= 0.65 of no compaction,
-* cache-aware cost <= 0.75 of no compaction,
+* prompt tokens <= 0.50 of no compaction,
+* cache-aware cost <= 0.60 of no compaction (the issue-15 targets; bench/replay_table.py --check
+  asserts them with the others on the whole corpus),
 * a lower cost than every preset in rules/presets/ (asserted here on two traces, a deepseek-chat
   and a deepseek-reasoner one, to keep the suite fast; bench/replay_table.py --traces
   'mini-swe-agent/*' prints it on all six).
 
-And it must be cache-stable: between two step boundaries the compacted prefix is byte-identical
-from round to round (so every round's cached tokens are all of the previous round's prompt), the
-set of changed items only grows, and only at a boundary. Errors, workflow tools and already
+And it must be cache-stable: while the boundary stays (it moves once a move has paid for
+itself: ``step.pay_back``) the compacted prefix is byte-identical from round to round (so every
+round's cached tokens are all of the previous round's prompt), the set of changed items only
+grows, and only when the boundary moves. Errors, workflow tools and already
 compacted content are kept; the Anthropic cache breakpoint sits on the last item before the
 boundary, and OpenAI messages get none. Deterministic: no timings.
 """
@@ -26,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from rules_compact import compact, load_rules
+from rules_compact import Compactor, compact, load_rules
+from rules_compact.language.model import PayBack, Step
 from rules_compact.readers import read_conversations
-from rules_compact.replay import PRICES, replay, round_starts
+from rules_compact.replay import PRICES, replay, round_starts, step_schedule
 
 TRACES = Path(__file__).parent / "data" / "traces"
 MINI_SWE = sorted((TRACES / "mini-swe-agent").glob("*.traj.json"))
@@ -40,7 +43,8 @@ PRESETS = sorted(p.stem for p in (Path(__file__).parent.parent / "rules" / "pres
 PRESET_TRACES = ["deepseek_chat_test_1-100__django__django-13964.traj.json",
                  "deepseek_reasoner_dev__sqlfluff__sqlfluff-1763.traj.json"]
 PRICE = PRICES["anthropic"]
-TARGET_PROMPT, TARGET_COST = 0.65, 0.75
+TARGET_PROMPT, TARGET_COST = 0.50, 0.60
+KEEP_RECENT = 8
 WORKFLOW = ["LoadSkill", "Task", "TodoWrite", "TodoRead", "PlanAhead", "AgentTeam", "Ask", "SendMessage",
             "CreateTeammate"]
 
@@ -69,9 +73,13 @@ def tool_results_before(msgs: list, end: int) -> int:
 # --- the policy is what the description says ---------------------------------------------------
 
 
+def placeholder(tool: str, args: str, lines: int, names: str = "") -> str:
+    return f"[Previous: used {tool}: {args}; {lines} lines; names: {names}]"
+
+
 def test_default_is_stepped_and_marks_the_boundary():
     assert DEFAULT.name == "default"
-    assert (DEFAULT.step.unit, DEFAULT.step.every) == ("tool_results", 10)
+    assert DEFAULT.step == Step("tool_results", 1, PayBack(12.5, 1.5))
     names = [r.name for r in DEFAULT.rules]
     assert names[:2] == ["cache-breakpoint-at-step", "cache-breakpoint-at-step-error"]
     assert names.index("keep-errors") < names.index("clear-superseded") < names.index("keep-recent")
@@ -105,19 +113,19 @@ def test_cheaper_than_every_preset(name):
 
 
 @pytest.mark.parametrize("path", MINI_SWE, ids=IDS)
-def test_the_cache_hits_the_whole_previous_prompt_within_a_step(path):
-    """Within a step, a round's cached tokens are all of the previous round's prompt tokens; the
-    cache misses only in rounds where a boundary was crossed."""
+def test_the_cache_hits_the_whole_previous_prompt_while_the_boundary_stays(path):
+    """While the boundary stays, a round's cached tokens are all of the previous round's prompt
+    tokens; the cache misses only in rounds where the boundary moved, and it moves rarely."""
     _, default = replays(path)
     msgs = messages(path)
-    steps = [tool_results_before(msgs, end) // DEFAULT.step.every for end in round_starts(msgs)]
-    misses = 0
+    boundaries = step_schedule(msgs, DEFAULT, "openai")
+    moves = 0
     for k in range(1, default.rounds):
-        if steps[k] == steps[k - 1]:
+        if boundaries[k] == boundaries[k - 1]:
             assert default.cached_tokens[k] == default.prompt_tokens[k - 1], f"round {k}"
         else:
-            misses += default.cached_tokens[k] < default.prompt_tokens[k - 1]
-    assert misses <= max(steps)  # at most one miss per boundary
+            moves += 1
+    assert 3 <= moves <= default.rounds // 4
 
 
 def test_decided_prefix_is_byte_identical_within_a_step():
@@ -126,8 +134,9 @@ def test_decided_prefix_is_byte_identical_within_a_step():
     msgs = messages(MINI_SWE[-1])
     previous_text, previous_changed, previous_boundary = None, set(), -1
     boundaries = 0
+    compactor = Compactor(DEFAULT, format="openai")  # what compact() gives (test_compactor.py), faster
     for end in round_starts(msgs):
-        out = compact(msgs[:end], DEFAULT, format="openai")
+        out = compactor(msgs[:end])
         decisions = out.report.passes[0].decisions
         boundary = max((d.message for d in decisions if d.note != "after the step boundary: left as it is"),
                        default=-1) + 1
@@ -142,21 +151,25 @@ def test_decided_prefix_is_byte_identical_within_a_step():
             assert changed >= previous_changed  # cleared items stay cleared
             boundaries += 1
         previous_text, previous_changed, previous_boundary = text, changed, boundary
-    assert boundaries >= 9
+    assert boundaries >= 5
 
 
 def test_new_changes_at_a_boundary_are_near_its_end():
-    """What first changes at a boundary is among the last results of the decided prefix, so the
-    cache is rewritten only from there on."""
+    """What first changes when the boundary moves lies among the results it passed, the 8 kept
+    before them and the 30 whose turns keep their notes: the cache is rewritten only from there on
+    (a repeated call's stale result excepted)."""
     msgs = messages(MINI_SWE[-2])
-    previous = None
-    for end in round_starts(msgs):
-        out = compact(msgs[:end], DEFAULT, format="openai").messages
-        if previous is not None and len(out) > len(previous):
-            first = next((i for i, (a, b) in enumerate(zip(out, previous)) if a != b), None)
-            if first is not None:
-                assert tool_results_before(msgs, end) - tool_results_before(msgs, first) <= 2 * DEFAULT.step.every
-        previous = out
+    previous, previous_boundary = None, 0
+    compactor = Compactor(DEFAULT, format="openai")
+    for end, boundary in zip(round_starts(msgs), step_schedule(msgs, DEFAULT, "openai")):
+        out = compactor(msgs[:end])
+        if previous is not None and boundary > previous_boundary:
+            first = next((i for i, (a, b) in enumerate(zip(out.messages, previous)) if a != b), None)
+            passed = tool_results_before(msgs, boundary) - tool_results_before(msgs, previous_boundary)
+            decisions = {d.message: d for d in out.report.passes[0].decisions}
+            if first is not None and decisions[first].rule != "clear-superseded":
+                assert tool_results_before(msgs, boundary) - tool_results_before(msgs, first) <= passed + 30
+        previous, previous_boundary = out.messages, boundary
 
 
 # --- what is kept -------------------------------------------------------------------------------
@@ -185,7 +198,7 @@ def test_errors_workflow_tools_and_compacted_content_are_kept():
     assert {decisions[i].rule for i in compacted} == {"keep-compacted"}
     # the other old, large results are cleared
     cleared = [i for i in big if i not in errors + workflow + compacted]
-    assert cleared and all(out.messages[i]["content"] == "[Previous: used bash]" for i in cleared)
+    assert cleared and all(out.messages[i]["content"].startswith("[Previous: used bash: ") for i in cleared)
 
 
 USER_ANSWERS = TRACES / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
@@ -209,7 +222,7 @@ def test_what_the_user_said_is_kept():
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "said " * 100}]})]
         kept = compact([{"role": "user", "content": "go"}, *spans], DEFAULT).messages
         assert kept[2]["content"][0]["content"] == "said " * 100, name
-        assert kept[4]["content"][0]["content"] == "[Previous: used Bash]"
+        assert kept[4]["content"][0]["content"] == placeholder("Bash", "", 1)
 
 
 def test_recent_small_and_short_notes_are_kept_and_reasoning_goes():
@@ -219,16 +232,20 @@ def test_recent_small_and_short_notes_are_kept_and_reasoning_goes():
     decided = [d for d in decisions if d.note != "after the step boundary: left as it is"]
     for d in decided:
         m_in, m_out = msgs[d.message], out.messages[d.message]
-        if d.role == "tool" and d.age < 5:
+        if d.role == "tool" and d.age < KEEP_RECENT:
             assert m_out is m_in and d.rule in ("keep-recent", "cache-breakpoint-at-step")
         elif d.role == "tool" and len(m_in["content"]) <= 200:
             assert m_out["content"] == m_in["content"]
-        elif d.role == "assistant" and d.rule == "strip-old-reasoning" and d.message != len(msgs) - 1:
+        elif d.role == "assistant" and d.rule in ("strip-old-text", "strip-old-reasoning") and d.message != len(msgs) - 1:
             assert "reasoning_content" not in m_out
-            assert m_out["tool_calls"] == m_in["tool_calls"]
+            assert m_out["tool_calls"] == m_in["tool_calls"] or d.age >= KEEP_RECENT  # long inputs may go
             text = m_in.get("content") or ""
-            assert (m_out.get("content") or "") == (text if len(text) <= 200 else "")
-    assert sum(1 for d in decided if d.rule == "strip-old-reasoning" and d.changed) > 50
+            if d.rule == "strip-old-text":
+                assert d.age >= 30 and (m_out.get("content") or "") == (text if len(text) <= 200 else "")
+            else:
+                assert d.age < 30 and (m_out.get("content") or "") == text
+    for rule in ("strip-old-text", "strip-old-reasoning"):
+        assert sum(1 for d in decided if d.rule == rule and d.changed) > 20
 
 
 def test_superseded_large_results_are_cleared_even_when_recent():
@@ -241,9 +258,10 @@ def test_superseded_large_results_are_cleared_even_when_recent():
                  {"role": "tool", "tool_call_id": f"c{n}", "content": f"output {n} " * 50}]
     out = compact(msgs, DEFAULT, format="openai")
     rules = {d.tool_call_id: d.rule for d in out.report.passes[0].decisions if d.role == "tool"}
-    cleared = [m["content"] == "[Previous: used bash]" for m in out.messages if m.get("role") == "tool"]
-    # c0-c4 are older than the 5 newest; c6 is among them but c8 repeats its call
-    assert cleared == [True] * 5 + [False, True, False, False, False]
+    cleared = [m["content"].startswith("[Previous: used bash: ") for m in out.messages if m.get("role") == "tool"]
+    # c0-c1 are older than the 8 newest; c6 is among them but c8 repeats its call
+    assert cleared == [True] * 2 + [False] * 4 + [True, False, False, False]
+    assert out.messages[2]["content"] == placeholder("bash", "cat f0.py", 1)
     assert rules["c6"] == "clear-superseded" and rules["c8"] == "keep-recent"
 
 
@@ -270,7 +288,7 @@ def test_anthropic_breakpoint_on_the_last_item_before_the_boundary():
     last = decided[-1]
     assert last.rule == "cache-breakpoint-at-step" and last.changed
     tools = [d for d in decided if d.role == "tool"]  # the boundary message may hold several results
-    assert sum(1 for d in tools if d.message < last.message) < DEFAULT.step.every <= len(tools)
+    assert len(tools) > KEEP_RECENT and last.message == max(d.message for d in tools)
     marks = list(cache_controls(out.messages))
     assert marks == [(last.message, "content", last_block(out.messages[last.message]))]
     block = out.messages[last.message]["content"][marks[0][2]]
