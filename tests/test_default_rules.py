@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,7 +36,6 @@ from rules_compact.replay import PRICES, replay, round_starts, step_schedule
 
 TRACES = Path(__file__).parent / "data" / "traces"
 MINI_SWE = sorted((TRACES / "mini-swe-agent").glob("*.traj.json"))
-CLAUDE = TRACES / "claude-code" / "agent-a7be2f0.messages.json"
 IDS = [p.name.removesuffix(".traj.json").split("_")[1] + "-" + p.name.split("__")[-1].removesuffix(".traj.json")
        for p in MINI_SWE]
 PRESETS = sorted(p.stem for p in (Path(__file__).parent.parent / "rules" / "presets").glob("*.yaml"))
@@ -49,6 +49,7 @@ WORKFLOW = ["LoadSkill", "Task", "TodoWrite", "TodoRead", "PlanAhead", "AgentTea
             "CreateTeammate"]
 
 DEFAULT = load_rules("default")
+CONTENT = replace(DEFAULT, step=None)  # the content rules: what decides the prefix before the boundary
 
 
 @lru_cache(maxsize=None)
@@ -186,7 +187,7 @@ def test_errors_workflow_tools_and_compacted_content_are_kept():
     for i, name in zip(workflow, WORKFLOW):
         calls[msgs[i]["tool_call_id"]]["function"]["name"] = name
     for i in compacted:
-        msgs[i]["content"] = "[Previous: used bash]"
+        msgs[i]["content"] = placeholder("bash", "ls", 3)
     original = copy.deepcopy(msgs)
     out = compact(msgs, DEFAULT, format="openai")
     assert msgs == original
@@ -205,14 +206,15 @@ USER_ANSWERS = TRACES / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.js
 
 
 def test_what_the_user_said_is_kept():
-    """A Claude Code session where the agent asked the user (AskUserQuestion): the answer, 24
+    """A Claude Code session where the agent asked the user (AskUserQuestion): the answer, 25
     results back, stays whole; so do the results of the other tools that return user input
-    (Ask*, ask_*, ExitPlanMode's plan approval), while their calls' turns are stripped as usual."""
+    (Ask*, ask_*, ExitPlanMode's plan approval), while their calls' turns are stripped as usual
+    (the content rules, as they decide the prefix before the boundary)."""
     msgs = read_conversations(USER_ANSWERS.read_bytes(), USER_ANSWERS.name)[0].messages
-    out = compact(msgs, DEFAULT)
+    out = compact(msgs, CONTENT)
     asked = [d for d in out.report.passes[0].decisions if d.tool == "AskUserQuestion"]
     assert [(d.role, d.rule, d.changed, d.age) for d in asked] == [
-        ("assistant", "strip-old-reasoning", True, 25), ("tool", "keep-user-input", False, 24)]
+        ("assistant", "strip-old-reasoning", True, 26), ("tool", "keep-user-input", False, 25)]
     assert out.messages[asked[1].message] is msgs[asked[1].message]
     assert '"main was clean; fix the issues"' in out.messages[asked[1].message]["content"][0]["content"]
     for name in ("AskUserQuestion", "Ask", "ask_followup_question", "ExitPlanMode"):
@@ -220,7 +222,7 @@ def test_what_the_user_said_is_kept():
             {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name if i == 0 else "Bash",
                                                "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "said " * 100}]})]
-        kept = compact([{"role": "user", "content": "go"}, *spans], DEFAULT).messages
+        kept = compact([{"role": "user", "content": "go"}, *spans], CONTENT).messages
         assert kept[2]["content"][0]["content"] == "said " * 100, name
         assert kept[4]["content"][0]["content"] == placeholder("Bash", "", 1)
 
@@ -256,7 +258,7 @@ def test_superseded_large_results_are_cleared_even_when_recent():
                      {"id": f"c{n}", "type": "function",
                       "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]},
                  {"role": "tool", "tool_call_id": f"c{n}", "content": f"output {n} " * 50}]
-    out = compact(msgs, DEFAULT, format="openai")
+    out = compact(msgs, CONTENT, format="openai")
     rules = {d.tool_call_id: d.rule for d in out.report.passes[0].decisions if d.role == "tool"}
     cleared = [m["content"].startswith("[Previous: used bash: ") for m in out.messages if m.get("role") == "tool"]
     # c0-c1 are older than the 8 newest; c6 is among them but c8 repeats its call
@@ -280,7 +282,7 @@ def cache_controls(value, path=()):
 
 
 def test_anthropic_breakpoint_on_the_last_item_before_the_boundary():
-    msgs = json.loads(CLAUDE.read_text(encoding="utf-8"))
+    msgs = read_conversations(USER_ANSWERS.read_bytes(), USER_ANSWERS.name)[0].messages
     assert not list(cache_controls(msgs))
     out = compact(msgs, DEFAULT, format="anthropic")
     decisions = out.report.passes[0].decisions
