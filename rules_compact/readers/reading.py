@@ -9,7 +9,7 @@ from .. import jsontext
 from ..errors import InputError
 from ..formats.responses import is_responses_input
 from .table import READERS
-from .base import Conversation, Draft, LogError, describe, is_message
+from .base import Conversation, Draft, LogError, Reader, describe, is_message
 from .messages import is_item
 
 
@@ -78,11 +78,18 @@ def _finish(name: str, drafts: list[Draft]) -> list[Conversation]:
             for i, d in enumerate(drafts, 1)]
 
 
+def _readers() -> tuple[Reader, ...]:
+    """The plugins' readers, then the built-in ones (READERS)."""
+    from ..plugins.manager import registry  # the registry imports this package
+
+    return registry().readers + READERS
+
+
 def _from_records(records: list[tuple[int, Any]]) -> list[Draft]:
     """A JSONL file: read whole by the first ``lines`` reader that knows it, else one document per line."""
     if not records:
         raise LogError("no JSON value in the file")
-    for reader in READERS:
+    for reader in _readers():
         if reader.kind == "lines" and reader.detect(records):
             return reader.read(records)
     drafts: list[Draft] = []
@@ -99,7 +106,7 @@ def _from_value(data: Any) -> list[Draft]:
     kind = "object" if isinstance(data, dict) else "list" if isinstance(data, list) else None
     if kind is None:
         raise LogError(f"expected a list of messages or an object with a 'messages' list, got {describe(data)}")
-    for reader in READERS:
+    for reader in _readers():
         if reader.kind == kind and reader.detect(data):
             return reader.read(data)
     if kind == "object":
