@@ -203,16 +203,21 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
     if tally is None and not facts.fmt.shared_messages and all(
-            a.kind is not None and a.kind.item_only and not a.kind.reads_request
-            for rule in by_rule for a in rule.actions):
-        todo = []  # each item's edits touch its own message alone: apply them rule by rule
+            a.kind is not None and a.kind.item_only for rule in by_rule for a in rule.actions):
+        # Each item's edits touch its own message alone: apply them rule by rule (but for the
+        # rules whose actions read the whole request: item by item, below).
+        todo = []
         for rule, items in by_rule.items():
+            if any(a.kind.reads_request for a in rule.actions):
+                todo += items
+                continue
             items.sort()
             said = [action.run_many(items, editor) for action in rule.actions]
             for notes_of in said:
                 for i, note in notes_of.items():
                     notes[i] = f"{notes[i]}; {note}" if len(said) > 1 and i in notes else note
-    for i in todo:
+        todo.sort()
+    for i in _request_readers_last(todo, chosen):
         if tally is not None and tally.reached(budget):
             notes[i] = BUDGET_REACHED
             continue
@@ -236,6 +241,16 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
                          + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
             return Decided(list(facts.messages), chosen, notes, log, gate, unapplied, editor.asked)
     return Decided(editor.out, chosen, notes, log, gate, unapplied, editor.asked)
+
+
+def _request_readers_last(todo: list, chosen: list) -> list:
+    """``todo`` with the items whose actions read the whole request (its breakpoints) moved
+    after the others, in order: they see the request as every other edit leaves it."""
+    late = [i for i in todo if any(a.kind is not None and a.kind.reads_request for a in chosen[i].actions)]
+    if not late:
+        return todo
+    moved = set(late)
+    return [i for i in todo if i not in moved] + late
 
 
 def _counts(budget: Budget) -> bool:
