@@ -138,7 +138,7 @@ class References:
         done = 0
         for end, strings in zip(starts, responses):
             for msg in messages[done:end]:
-                seen |= self._find(r[3] for r in fmt.results(msg))
+                seen |= self._find(fmt.result_text(msg, block) for _, block, _ in fmt.results(msg))
             done = max(done, end)
             self.rounds.append(frozenset(i for i in (index[s] for s in strings) if i in seen))
         self._shown: dict[int, tuple[Any, set[int]]] = {}
