@@ -230,6 +230,9 @@ class OpenAIFormat(Format):
     def has_thinking(self, msg: Any) -> bool:
         return isinstance(msg, dict) and any(_str(msg.get(f)) for f in REASONING_FIELDS)
 
+    def reasoning_text(self, msg: Any) -> str:
+        return "".join(_str(msg.get(f)) for f in REASONING_FIELDS) if isinstance(msg, dict) else ""
+
     def message_pieces(self, msg: Any) -> list[str]:
         if not isinstance(msg, dict):
             return []
