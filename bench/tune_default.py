@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rules_compact import load_rules  # noqa: E402
+from rules_compact.readers import read_conversations  # noqa: E402
 from rules_compact.replay import PRICES, Replay, StepSchedules, replay, step_schedule  # noqa: E402
 
 TRACES = sorted((ROOT / "tests" / "data" / "traces" / "mini-swe-agent").glob("*.json"))
@@ -88,7 +88,7 @@ def _traces() -> list:
     if _TRACES is None:
         _TRACES = []
         for path in TRACES:
-            messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
+            messages = read_conversations(path.read_bytes(), path.name)[0].messages
             _TRACES.append((messages, replay(messages, None, "openai", PRICE)))
     return _TRACES
 
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     if shipped not in grid:
         grid.insert(0, shipped)
 
-    messages = json.loads(TRACES[-1].read_text(encoding="utf-8"))["messages"]
+    messages = read_conversations(TRACES[-1].read_bytes(), TRACES[-1].name)[0].messages
     rules = load_rules(candidate(*grid[0]))
     fast, slow = stepped_replay(messages, rules), replay(messages, [rules], "openai", PRICE)
     assert (fast.prompt_tokens, fast.cached_tokens) == (slow.prompt_tokens, slow.cached_tokens)

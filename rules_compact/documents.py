@@ -12,6 +12,7 @@ from typing import Any
 
 from . import jsontext
 from .errors import InputError
+from .formats import FORMATS
 from .limits import max_input_bytes
 from .readers import Conversation, read_conversations
 
@@ -44,8 +45,15 @@ SURROGATES = "backslashreplace"
 
 def read_conversations_from(source: str) -> list[Conversation]:
     """Every conversation in a file, or ``-`` for stdin: message lists, request bodies and the
-    agent logs :mod:`rules_compact.readers` knows, converted to API message lists."""
-    return read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
+    agent logs :mod:`rules_compact.readers` knows, converted to API message lists; InputError
+    (``NAME: message I: ...``) for a message a model API would reject for its shape."""
+    conversations = read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
+    for conv in conversations:
+        try:
+            FORMATS[conv.format].check(conv.messages)
+        except InputError as exc:
+            raise InputError(f"{conv.name}: {exc}") from None
+    return conversations
 
 
 def dump_json(data: Any) -> str:

@@ -32,14 +32,16 @@ import yaml
 
 from .engine import Result, compact
 from .errors import RulesCompactError
-from .formats import FORMATS, detect_format
+from .formats import FORMATS, THINKING_BLOCKS, Format, detect_format
+from .formats.openai import REASONING_FIELDS as OPENAI_REASONING_FIELDS
+from .formats.responses import TEXT_PARTS
 from .formats.responses import check_item_invariants as check_responses_item
 from .language.loader import parse_rules
 from .language.model import ToolSpec
 from .plugins.manager import HOOKS, Registry, tool_spec, use_plugins
 
-__all__ = ["check_tool_specs", "check_plugin", "run_golden_case", "check_invariants", "sample_calls",
-           "SAMPLE_CONTENTS"]
+__all__ = ["check_tool_specs", "check_plugin", "run_golden_case", "check_invariants", "check_api_validity",
+           "sample_calls", "SAMPLE_CONTENTS"]
 
 SAMPLE_CONTENTS = (
     "<returncode>0</returncode>\n<output>\nfile_a\nfile_b\n</output>",  # mini-swe-agent, success
@@ -299,14 +301,16 @@ def _check_anthropic_message(before: dict, after: dict, latest: bool, i: int) ->
         f"message {i}: content emptied"
 
 
-def check_invariants(messages: list, rules: Any, fmt: str | None = None, idempotent: bool = True) -> Result:
+def check_invariants(messages: list, rules: Any, fmt: str | None = None, idempotent: bool = True,
+                     breakpoints_outside: int = 0) -> Result:
     """Run ``compact`` and assert every guarantee of the engine: the input is not mutated;
     roles, ids, tool calls and the item structure stay; the latest assistant turn keeps its
-    thinking; only rules that name ``is_error: true`` change error results; the result is
-    deterministic and (when every pass is idempotent and ``idempotent``) compacting it again
-    changes nothing.  Returns the Result."""
+    thinking; only rules that name ``is_error: true`` change error results; the output is as
+    valid for the model API as the input (:func:`check_api_validity`, with
+    ``breakpoints_outside``); the result is deterministic and (when every pass is idempotent
+    and ``idempotent``) compacting it again changes nothing.  Returns the Result."""
     snapshot = copy.deepcopy(messages)
-    result = compact(messages, rules, format=fmt)
+    result = compact(messages, rules, format=fmt, breakpoints_outside=breakpoints_outside)
     assert messages == snapshot, "input mutated"
     out = result.messages
     assert out is not messages, "the result is the input list"
@@ -337,7 +341,88 @@ def check_invariants(messages: list, rules: Any, fmt: str | None = None, idempot
             assert len(p.decisions) == len(before_items), "a decision per item"
             for d in p.decisions:
                 assert not (d.error and d.changed and d.rule is None), "an error result changed without a rule"
-    assert compact(messages, rules, format=fmt).messages == out, "not deterministic"
+    check_api_validity(messages, out, form, breakpoints_outside)
+    again = compact(messages, rules, format=fmt, breakpoints_outside=breakpoints_outside)
+    assert again.messages == out, "not deterministic"
     if idempotent and all(p.idempotent for p in result.report.passes):
-        assert compact(out, rules, format=fmt).messages == out, "not idempotent: compacting the output changed it"
+        assert compact(out, rules, format=fmt, breakpoints_outside=breakpoints_outside).messages == out, \
+            "not idempotent: compacting the output changed it"
     return result
+
+
+# -- what a model API accepts ----------------------------------------------------------
+
+def check_api_validity(before: list, after: list, fmt: str | Format | None = None,
+                       breakpoints_outside: int = 0) -> None:
+    """Assert that ``after`` (the compacted ``before``) is a request the model API accepts
+    wherever ``before`` is one:
+
+    * cache breakpoints: the request holds at most the format's limit (Anthropic: 4), counting
+      ``breakpoints_outside`` (those in the system prompt and tools), unless ``before`` already
+      held more; a message that had a breakpoint still has one;
+    * no empty text block, and no message left without content, that ``before`` did not have;
+    * Anthropic: every user message whose tool_result blocks came first, right after the
+      assistant message holding their tool_use blocks, still has them so;
+    * the latest assistant turn's thinking (thinking and redacted_thinking blocks, reasoning
+      fields and blocks, Responses reasoning items) is unmodified and in its place.
+    """
+    form = fmt if isinstance(fmt, Format) else FORMATS[fmt or detect_format(before)]
+    assert len(before) == len(after), "messages added or removed"
+    if form.max_breakpoints:
+        held = [breakpoints_outside + sum(map(form.breakpoints, msgs)) for msgs in (before, after)]
+        assert held[1] <= max(form.max_breakpoints, held[0]), \
+            f"{held[1]} cache breakpoints in the request (at most {form.max_breakpoints}; {held[0]} before)"
+    latest = form.scan(before).last_assistant
+    for i, (b, a) in enumerate(zip(before, after)):
+        if a is b or not isinstance(b, dict):
+            continue
+        if form.max_breakpoints and form.breakpoints(b):
+            assert form.breakpoints(a), f"message {i}: its cache breakpoint was lost"
+        blank = _blank_texts(form.name, b)
+        assert all(t in blank for t in _blank_texts(form.name, a)), f"message {i}: an empty text block was written"
+        if b.get("role") == "assistant" or form.name == "anthropic":
+            assert not (_emptied(form, a) and not _emptied(form, b)), f"message {i}: left without content"
+        if form.name == "anthropic" and b.get("role") == "user" and _results_placed(before, i):
+            assert _results_placed(after, i), f"message {i}: its tool_result blocks are no longer first"
+    if latest is not None and form.name != "responses":  # Responses: reasoning items are never altered
+        kept, was = _thinking(form.name, after[latest]), _thinking(form.name, before[latest])
+        assert kept[:-1] == was[:-1] and kept[-1] >= was[-1], \
+            f"message {latest}: the latest assistant turn's thinking changed"
+    for i, (b, a) in enumerate(zip(before, after)):
+        if isinstance(b, dict) and b.get("type") == "reasoning":
+            assert a == b, f"item {i}: a reasoning item changed"
+
+
+def _emptied(form: Format, msg: dict) -> bool:
+    return form.is_empty(msg) if msg.get("role") == "assistant" else not msg.get("content")
+
+
+def _blank_texts(fmt: str, msg: dict) -> list:
+    """The text blocks and parts of a message, and of its results' content, that hold no text."""
+    kinds = TEXT_PARTS if fmt == "responses" else {"text"}
+    lists = [msg.get("content"), msg.get("output")]
+    lists += [b.get("content") for b in _blocks(msg) if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [p for blocks in lists if isinstance(blocks, list) for p in blocks
+            if isinstance(p, dict) and p.get("type") in kinds and not str(p.get("text") or "").strip()]
+
+
+def _results_placed(messages: list, i: int) -> bool:
+    """Whether message ``i``'s tool_result blocks come first, each answering a tool_use block of
+    the message right before it."""
+    blocks = _blocks(messages[i])
+    kinds = [b.get("type") if isinstance(b, dict) else None for b in blocks]
+    ids = [b.get("tool_use_id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    if not ids:
+        return True
+    calls = {b.get("id") for b in _blocks(messages[i - 1]) if isinstance(b, dict) and b.get("type") == "tool_use"} \
+        if i and isinstance(messages[i - 1], dict) and messages[i - 1].get("role") == "assistant" else set()
+    return kinds[:len(ids)] == ["tool_result"] * len(ids) and set(ids) <= calls
+
+
+def _thinking(fmt: str, msg: Any) -> list:
+    """A message's thinking, in order (blocks, then reasoning fields), and whether a thinking
+    block leads its content (the API requires the latest turn's to stay first)."""
+    blocks = _blocks(msg)
+    thinking = [b for b in blocks if isinstance(b, dict) and b.get("type") in THINKING_BLOCKS]
+    fields = [msg.get(f) for f in OPENAI_REASONING_FIELDS] if fmt == "openai" and isinstance(msg, dict) else []
+    return thinking + fields + [bool(blocks) and blocks[0] in thinking]

@@ -21,6 +21,11 @@ def property_settings(scale: float = 1.0) -> settings:
     profile = settings.get_profile("ci" if name == "default" else name)
     return settings(profile, max_examples=max(1, int(profile.max_examples * scale)))
 
+def thorough() -> bool:
+    """A profile beyond ``ci`` was chosen: tests that sample (rounds of a trace) take every case."""
+    return settings.get_current_profile_name() not in ("default", "ci")
+
+
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 TRACES = TESTS / "data" / "traces"

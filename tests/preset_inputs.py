@@ -43,8 +43,9 @@ def _read(path: Path):
 
 
 def load_openai_trace(path: Path) -> list:
-    """The trace's messages (a fresh list; the message dicts are shared: do not mutate them)."""
-    return list(_read(path)["messages"])
+    """The trace's messages as the mini-swe-agent reader gives them, without the closing ``exit``
+    message no model saw (a fresh list; the message dicts are shared: do not mutate them)."""
+    return [m for m in _read(path)["messages"] if m.get("role") != "exit"]
 
 
 def load_anthropic_trace() -> list:
@@ -223,7 +224,7 @@ SPAN_TOOL_NAMES = ["bash", "bash", "webfetch", "filesystem_read_file", "filesyst
 @st.composite
 def openai_conversation(draw, *, astral: bool = False, big_sizes=(), big_weight: int = 2, min_steps: int = 0,
                         max_steps: int = 18, names=TOOL_NAMES, list_content: bool = False, blank_user: bool = True,
-                        tags: bool = False, shuffle_results: bool = True, exit_message: bool = True,
+                        tags: bool = False, shuffle_results: bool = True,
                         end_user: int = 1):
     """An OpenAI conversation: parallel calls, errors (is_error: true), orphans (unknown or missing
     tool_call_id), dangling calls, empty/blank/boundary/big results, non-ASCII text, reasoning."""
@@ -279,8 +280,6 @@ def openai_conversation(draw, *, astral: bool = False, big_sizes=(), big_weight:
             msgs.append(orphan)
     for _ in range(draw(st.integers(0, end_user))):  # the request often ends with user turns
         msgs.append({"role": "user", "content": draw(words(astral))})
-    if exit_message and draw(st.integers(0, 4)) == 0:
-        msgs.append({"role": "exit", "content": "Submitted."})
     return msgs
 
 

@@ -1,7 +1,8 @@
-"""Hypothesis strategies: conversations in both formats, and valid rule files.
+"""Hypothesis strategies: conversations in the three formats, and valid rule files.
 
 * ``openai_conversations()``: OpenAI Chat Completions message lists.
-* ``anthropic_conversations()``: Anthropic Messages message lists.
+* ``anthropic_conversations()``: Anthropic Messages message lists, with cache breakpoints.
+* ``responses_conversations()``: OpenAI Responses API input items.
 * ``rule_files(idempotent=True)``: rule files as plain dicts, valid under
   ``schemas/rules.schema.json``; ``to_ruleset(d)`` turns one into a RuleSet the way a
   user's file would be loaded (``parse_rules(yaml.safe_dump(d))``).
@@ -26,7 +27,7 @@ from rules_compact.kinds.estimators import ESTIMATORS
 from rules_compact.resources import bundled_rules
 
 __all__ = [
-    "texts", "openai_conversations", "anthropic_conversations", "conversations",
+    "texts", "openai_conversations", "anthropic_conversations", "responses_conversations", "conversations",
     "make_matchers", "matchers", "error_matchers", "actions", "rule_files", "to_ruleset", "TOOL_NAMES",
     "WHERE_EXPRESSIONS", "MATCHER_KINDS", "ACTION_KINDS", "TOP_LEVEL_KEYS",
 ]
@@ -108,18 +109,17 @@ def _extras(draw, msg: dict) -> dict:
 
 # -- OpenAI Chat Completions -------------------------------------------------
 
-OPENAI_SEGMENTS = ["user", "user", "assistant", "span", "span", "span", "span", "orphan", "unknown_role",
+OPENAI_SEGMENTS = ["user", "user", "assistant", "span", "span", "span", "span", "orphan", "other_role",
                    "empty_user"]
 
 
-def _openai_arguments(draw) -> Any:
+def _openai_arguments(draw) -> str:
+    """A JSON string, or (as models sometimes write) an empty or broken one."""
     kind = draw(st.integers(0, 9))
     if kind == 0:
         return ""
     if kind == 1:
         return "{not json"
-    if kind == 2:
-        return draw(_call_inputs)  # non-standard: a dict instead of a JSON string
     return json.dumps(draw(_call_inputs), ensure_ascii=draw(st.booleans()))
 
 
@@ -162,7 +162,8 @@ def _openai_assistant_content(draw) -> Any:
 
 @st.composite
 def openai_conversations(draw, max_segments: int = 9) -> list:
-    """OpenAI messages: system/user/assistant/tool, parallel calls, orphans, dangling calls, odd roles."""
+    """OpenAI messages: system/user/assistant/tool, parallel calls, orphans, dangling calls, the
+    developer and function roles."""
     ids = itertools.count()
     msgs: list[dict] = []
     if draw(st.booleans()):
@@ -194,8 +195,8 @@ def openai_conversations(draw, max_segments: int = 9) -> list:
         elif segment == "orphan":
             call_id = draw(st.sampled_from([f"orphan_{next(ids)}", None, 7]))
             msgs.append(_openai_tool_message(draw, call_id))
-        else:  # unknown_role
-            role = draw(st.sampled_from(["exit", "developer", "function"]))
+        else:  # other_role
+            role = draw(st.sampled_from(["developer", "function"]))
             msgs.append(_extras(draw, {"role": role, "content": draw(texts)}))
     return msgs
 
@@ -242,10 +243,14 @@ def anthropic_conversations(draw, max_turns: int = 7) -> list:
         if draw(st.integers(0, 2)) == 0:
             blocks.extend(_thinking_block(draw) for _ in range(draw(st.integers(1, 2))))
         if draw(st.booleans()):
-            blocks.append(_text_part(draw(texts), None))
+            blocks.append(_text_part(draw(texts), draw(st.none() | st.none() | st.none() | _cache_control)))
         k = draw(st.sampled_from([0, 1, 1, 1, 2, 3, 4]))
         calls = [{"type": "tool_use", "id": f"toolu_{next(ids)}", "name": draw(_tool_names),
                   "input": draw(_call_inputs)} for _ in range(k)]
+        if calls and draw(st.integers(0, 7)) == 0:  # a server tool's call and result, in the turn
+            server = f"srvtoolu_{next(ids)}"
+            blocks += [{"type": "server_tool_use", "id": server, "name": "web_search", "input": {"query": "x"}},
+                       {"type": "web_search_tool_result", "tool_use_id": server, "content": []}]
         blocks.extend(calls)
         if draw(st.integers(0, 5)) == 0:  # text, interleaved thinking or an image anywhere
             extra = draw(st.sampled_from(["thinking", "text", "text", "image"]))
@@ -281,10 +286,70 @@ def anthropic_conversations(draw, max_turns: int = 7) -> list:
     return msgs
 
 
+# -- OpenAI Responses --------------------------------------------------------
+
+def _responses_text(draw, kind: str) -> Any:
+    if draw(st.integers(0, 3)) == 0:
+        return draw(_nonempty_texts)
+    return [{"type": kind, "text": draw(texts)} for _ in range(draw(st.integers(1, 2)))]
+
+
+def _responses_output(draw) -> Any:
+    return draw(texts) if draw(st.integers(0, 3)) else [{"type": "input_text", "text": draw(texts)}]
+
+
+@st.composite
+def responses_conversations(draw, max_turns: int = 7) -> list:
+    """Responses input items: user and developer messages (short and typed forms), model
+    responses (reasoning with encrypted content, an assistant message, function and custom tool
+    calls, hosted calls), their outputs (some missing, some orphan)."""
+    ids = itertools.count()
+    items: list[dict] = []
+    if draw(st.booleans()):
+        items.append({"role": draw(st.sampled_from(["system", "developer"])), "content": draw(texts)})
+    items.append({"role": "user", "content": _responses_text(draw, "input_text")})
+    for _ in range(draw(st.integers(0, max_turns))):
+        if draw(st.integers(0, 4)) == 0:
+            user = {"role": "user", "content": _responses_text(draw, "input_text")}
+            items.append({"type": "message", **user} if draw(st.booleans()) else user)
+            continue
+        if draw(st.integers(0, 2)) == 0:
+            n = next(ids)
+            items.append({"type": "reasoning", "id": f"rs_{n}", "summary": [
+                {"type": "summary_text", "text": draw(texts)}] if draw(st.booleans()) else [],
+                "encrypted_content": draw(st.sampled_from(["gAAAA-enc", "", "ÉpQ=="]))})
+        if draw(st.integers(0, 2)):
+            n = next(ids)
+            items.append({"type": "message", "role": "assistant", "id": f"msg_{n}", "status": "completed",
+                          "content": [{"type": "output_text", "text": draw(texts), "annotations": []}
+                                      for _ in range(draw(st.integers(1, 2)))]})
+        calls = []
+        for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2, 3]))):
+            n = next(ids)
+            if draw(st.integers(0, 4)) == 0:
+                calls.append({"type": "custom_tool_call", "id": f"ctc_{n}", "call_id": f"call_{n}",
+                              "name": "apply_patch", "input": draw(texts)})
+            else:
+                calls.append({"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
+                              "name": draw(_tool_names), "arguments": _openai_arguments(draw)})
+        items += calls
+        if draw(st.integers(0, 6)) == 0:
+            items.append({"type": "web_search_call", "id": f"ws_{next(ids)}", "status": "completed"})
+        for call in draw(st.permutations(calls)):
+            if draw(st.integers(0, 4)):
+                kind = "custom_tool_call_output" if call["type"] == "custom_tool_call" else "function_call_output"
+                items.append({"type": kind, "call_id": call["call_id"], "output": _responses_output(draw)})
+        if draw(st.integers(0, 8)) == 0:
+            items.append({"type": "function_call_output", "call_id": f"orphan_{next(ids)}",
+                          "output": _responses_output(draw)})
+    return items
+
+
 def conversations() -> st.SearchStrategy[tuple[str, list]]:
-    """``(format name, messages)`` in either format."""
+    """``(format name, messages)`` in any of the three formats."""
     return st.one_of(st.tuples(st.just("openai"), openai_conversations()),
-                     st.tuples(st.just("anthropic"), anthropic_conversations()))
+                     st.tuples(st.just("anthropic"), anthropic_conversations()),
+                     st.tuples(st.just("responses"), responses_conversations()))
 
 
 # -- rule files ----------------------------------------------------------------
@@ -324,7 +389,7 @@ TEMPLATES = [
 ]
 TRUNCATE_MARKERS = ["\n[... {omitted} chars omitted ...]\n", "…", "", "[{omitted} of {chars} cut from {tool_name}]",
                     " <{omitted}> ", "\n... {lines} lines, {bytes} bytes, {tokens} tokens; id {tool_call_id}\n"]
-STRIP_MARKERS = ["[reasoning removed]", "[text removed]", "", "…"]
+STRIP_MARKERS = ["[reasoning removed]", "[text removed]", "", " ", "…"]
 KEEP_PATTERNS = ["TODO", "^I'll", "(?i)error", "\\d+"]
 REGEXES = ["^<returncode>[^0]", "(?i)error", "\\bFAILED\\b", "^$", "[ü日]", ".*", "\\d+ chars\\z"]
 ESTIMATOR_NAMES = sorted(ESTIMATORS)

@@ -265,8 +265,10 @@ def test_nothing_to_do_returns_a_new_list():
 def test_format_argument():
     messages = messages_of("coding-session.json")
     assert compact(messages, format="openai").messages == compact(messages).messages
-    forced = compact(messages, format="anthropic")
-    assert forced.report.format == "anthropic"
+    anthropic = messages_of("anthropic-session.json")
+    assert compact(anthropic, format="anthropic").report.format == "anthropic"
+    with pytest.raises(InputError, match="^message 3: unknown role 'tool'; allowed: user, assistant, system$"):
+        compact(messages, format="anthropic")  # OpenAI messages read as Anthropic ones
     with pytest.raises(InputError) as info:
         compact(messages, format="klingon")
     assert "klingon" in str(info.value) and "openai" in str(info.value)
@@ -284,3 +286,61 @@ def test_result_is_idempotent():
     again = compact(result.messages)
     assert again.messages == result.messages
     assert again.report.items_changed == 0
+
+
+# -- messages a model API would reject: InputError, located ------------------------------------
+
+BAD_MESSAGES = [
+    ("openai", [{"role": "assistant", "content": "x", "tool_calls": 5}],
+     "message 0: 'tool_calls' is a number, not a list"),
+    ("openai", [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}],
+     "message 0: tool call 0: 'function.arguments' is an object, not a JSON string"),
+    ("openai", [{"role": "user", "content": "hi"}, {"role": "user", "content": {"text": "hi"}}],
+     "message 1: 'content' is an object, not a string, a list of parts or null"),
+    ("openai", [{"role": "user", "content": "hi"}, {"role": "exit", "content": ""}],
+     "message 1: unknown role 'exit'; allowed: system, developer, user, assistant, tool, function"),
+    ("openai", [{"role": "user", "content": "hi"}, "--- compact boundary ---"],
+     "message 1: is a string, not an object"),
+    ("anthropic", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant"}],
+     "message 1: has no 'content'"),
+    ("anthropic", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "a",
+                                                                                       "name": "f", "input": "ls"}]}],
+     "message 1: content block 0: tool_use 'input' is a string, not an object"),
+    ("anthropic", [{"role": "tool", "content": "x"}],
+     "message 0: unknown role 'tool'; allowed: user, assistant, system"),
+    ("responses", [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": 1}}],
+     "item 0: function_call 'arguments' is an object, not a string"),
+    ("responses", [{"role": "user", "content": "go"}, {"type": "function_call_output", "call_id": 3, "output": "x"}],
+     "item 1: function_call_output 'call_id' is a number, not a string"),
+    ("responses", [{"role": "robot", "content": "go"}],
+     "item 0: unknown role 'robot'; allowed: user, assistant, system, developer"),
+]
+
+
+@pytest.mark.parametrize("fmt,messages,error", BAD_MESSAGES, ids=[e for _, _, e in BAD_MESSAGES])
+def test_messages_an_api_would_reject_are_errors(fmt, messages, error):
+    from rules_compact import Compactor
+
+    with pytest.raises(InputError) as info:
+        compact(messages, format=fmt)
+    assert str(info.value) == error
+    with pytest.raises(InputError) as info:
+        Compactor(format=fmt)(messages)
+    assert str(info.value) == error
+
+
+def test_a_compactor_checks_the_messages_it_has_not_checked():
+    """Round after round only the new messages are checked; an earlier message edited in place
+    into a bad one is checked again (verify=True notices the edit)."""
+    from rules_compact import Compactor
+
+    messages = messages_of("coding-session.json")
+    compactor = Compactor("default")
+    for end in (20, 40, len(messages)):
+        assert compactor(messages[:end]).messages == compact(messages[:end]).messages
+    history = copy.deepcopy(messages)
+    compactor(history)
+    history[2]["tool_calls"] = "ls"  # an assistant message decided in an earlier round
+    with pytest.raises(InputError, match="^message 2: 'tool_calls' is a string, not a list$"):
+        compactor(history)

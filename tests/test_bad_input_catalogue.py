@@ -56,6 +56,22 @@ CASES = [
   2, "rules-compact: error: in.json: a list whose items are neither messages nor a known log format: item 0 is not a message (an object with a string 'role')"),
  ("role-not-a-string", {"in.json": '[{"role": 5}]'}, ["apply", "in.json"],
   2, "rules-compact: error: in.json: a list whose items are neither messages nor a known log format: item 0 is not a message (an object with a string 'role')"),
+ # messages a model API would reject for their shape: a located error, not a silent pass-through
+ ("tool-calls-not-a-list", {"in.json": '[{"role": "assistant", "content": "x", "tool_calls": 5}]'}, ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 0: 'tool_calls' is a number, not a list"),
+ ("arguments-not-a-string", {"in.json": json.dumps([{"role": "assistant", "content": None, "tool_calls": [
+     {"id": "c", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}]}])},
+  ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 0: tool call 0: 'function.arguments' is an object, not a JSON string"),
+ ("content-an-object", {"in.json": '[{"role": "user", "content": {"text": "hi"}}]'}, ["explain", "in.json"],
+  2, "rules-compact: error: in.json: message 0: 'content' is an object, not a string, a list of parts or null"),
+ ("unknown-role", {"in.json": '{"messages": [{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]}'},
+  ["stats", "in.json"],
+  2, "rules-compact: error: in.json: message 1: unknown role 'robot'; allowed: system, developer, user, assistant, tool, function"),
+ ("anthropic-content-an-object", {"in.json": json.dumps([
+     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}]},
+     {"role": "assistant", "content": {"type": "text", "text": "hi"}}])}, ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 1: 'content' is an object, not a string or a list of blocks"),
  ("unknown-format", {"in.json": GOOD}, ["apply", "in.json", "--format", "gemini"],
   2, "rules-compact apply: error: argument --format: invalid choice: 'gemini' (choose from 'anthropic', 'openai', 'responses') (see --help)"),
  ("explain-not-json", {"in.json": "{"}, ["explain", "in.json"],

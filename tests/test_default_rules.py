@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from rules_compact import compact, load_rules
+from rules_compact.readers import read_conversations
 from rules_compact.replay import PRICES, replay, round_starts
 
 TRACES = Path(__file__).parent / "data" / "traces"
@@ -48,7 +49,7 @@ DEFAULT = load_rules("default")
 
 @lru_cache(maxsize=None)
 def _text(path: Path) -> str:
-    return json.dumps(json.loads(path.read_text(encoding="utf-8"))["messages"])
+    return json.dumps(read_conversations(path.read_bytes(), path.name)[0].messages)
 
 
 def messages(path: Path) -> list:
@@ -187,6 +188,30 @@ def test_errors_workflow_tools_and_compacted_content_are_kept():
     assert cleared and all(out.messages[i]["content"] == "[Previous: used bash]" for i in cleared)
 
 
+USER_ANSWERS = TRACES / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+
+
+def test_what_the_user_said_is_kept():
+    """A Claude Code session where the agent asked the user (AskUserQuestion): the answer, 24
+    results back, stays whole; so do the results of the other tools that return user input
+    (Ask*, ask_*, ExitPlanMode's plan approval), while their calls' turns are stripped as usual."""
+    msgs = read_conversations(USER_ANSWERS.read_bytes(), USER_ANSWERS.name)[0].messages
+    out = compact(msgs, DEFAULT)
+    asked = [d for d in out.report.passes[0].decisions if d.tool == "AskUserQuestion"]
+    assert [(d.role, d.rule, d.changed, d.age) for d in asked] == [
+        ("assistant", "strip-old-reasoning", True, 25), ("tool", "keep-user-input", False, 24)]
+    assert out.messages[asked[1].message] is msgs[asked[1].message]
+    assert '"main was clean; fix the issues"' in out.messages[asked[1].message]["content"][0]["content"]
+    for name in ("AskUserQuestion", "Ask", "ask_followup_question", "ExitPlanMode"):
+        spans = [m for i in range(12) for m in (
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name if i == 0 else "Bash",
+                                               "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "said " * 100}]})]
+        kept = compact([{"role": "user", "content": "go"}, *spans], DEFAULT).messages
+        assert kept[2]["content"][0]["content"] == "said " * 100, name
+        assert kept[4]["content"][0]["content"] == "[Previous: used Bash]"
+
+
 def test_recent_small_and_short_notes_are_kept_and_reasoning_goes():
     msgs = messages(MINI_SWE[-1])  # deepseek-reasoner: reasoning_content on every turn
     out = compact(msgs, DEFAULT, format="openai")
@@ -261,7 +286,7 @@ def test_openai_gets_no_breakpoint(path):
     out = compact(messages(path), DEFAULT, format="openai")
     assert not list(cache_controls(out.messages))
     notes = [d.note for d in out.report.passes[0].decisions if d.rule == "cache-breakpoint-at-step"]
-    assert notes == ["cache-breakpoint needs the Anthropic format"]
+    assert notes == ["cache-breakpoint needs Anthropic cache_control, which these openai messages do not carry"]
 
 
 def test_idempotent_on_every_trace():

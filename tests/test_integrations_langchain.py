@@ -143,6 +143,26 @@ def test_same_as_context_editing_middleware():
     assert [m.content for m in ours[-1] if isinstance(m, ToolMessage)].count("[cleared]") == 2
 
 
+def test_thinking_and_reasoning_blocks_in_ai_messages_are_thinking():
+    """Anthropic thinking blocks and LangChain v1 reasoning blocks inside AIMessage.content are
+    stripped from old turns like any thinking, count in sizes, and stay in the latest turn."""
+    strip = load_rules("version: 1\nname: s\nrules:\n  - {name: s, match: {role: assistant, has_thinking: true}, "
+                       "action: {strip-text: {keep_text: true}}}\n")
+    messages = [HumanMessage("go")]
+    for i, block in enumerate([{"type": "thinking", "thinking": "hmm " * 50, "signature": "s"},
+                               {"type": "reasoning", "reasoning": "hmm " * 50, "id": "rs_1"},
+                               {"type": "redacted_thinking", "data": "opaque"},
+                               {"type": "reasoning", "reasoning": "the latest " * 5}]):
+        messages += [AIMessage([block, {"type": "text", "text": f"step {i}"}],
+                               tool_calls=[{"name": "f", "args": {}, "id": f"c{i}", "type": "tool_call"}]),
+                     ToolMessage("ok", tool_call_id=f"c{i}")]
+    out = translated(strip, on_compact=lambda r: None)(messages)
+    assert [m.content for m in out[1:7:2]] == [[{"type": "text", "text": f"step {i}"}] for i in range(3)]
+    assert out[7] is messages[7]  # the latest turn keeps its reasoning
+    assert compact([to_openai(m) for m in messages], strip).report.tokens_before > \
+        compact([to_openai(m) for m in messages], strip).report.tokens_after + 100
+
+
 def test_conversion_keeps_what_rules_need():
     ai = AIMessage(content=[{"type": "text", "text": "hi"}, {"type": "thinking", "thinking": "t", "signature": "s"}],
                    tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1", "type": "tool_call"}], name="bot")

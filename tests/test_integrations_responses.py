@@ -118,14 +118,30 @@ cases:
       - *i13
 
   - name: strip-text-never-empties-a-message
+    # no marker: the text a message item holds is all it holds, so the default marker stands in
     rules:
       version: 1
       name: strip
       rules:
         - {name: strip, match: {role: assistant}, action: {strip-text: {tool_turns_only: false}}}
-    notes: ["left as it is: stripping would leave an empty message", null, null, null, null, null, null,
-            "left as it is: stripping would leave an empty message"]
-    expected: [*i0, *i1, *i2, *i3, *i4, *i5, *i6, *i7, *i8, *i9, *i10, *i11, *i12, *i13]
+    notes: [null, null, null, null, null, null, null, "latest assistant turn: thinking kept"]
+    expected:
+      - *i0
+      - *i1
+      - {type: message, role: assistant, id: msg_0, status: completed,
+         content: [{type: output_text, text: "[text removed]", annotations: []}]}
+      - *i3
+      - *i4
+      - *i5
+      - *i6
+      - *i7
+      - *i8
+      - *i9
+      - *i10
+      - *i11
+      - {type: message, role: assistant, id: msg_1, status: completed,
+         content: [{type: output_text, text: "[text removed]", annotations: []}]}
+      - *i13
 
   - name: strip-text-keeps-short-text
     rules:

@@ -20,6 +20,7 @@ from rules_compact import compact, load_rules
 from rules_compact.analysis import conversation_stats, decision_changes
 from rules_compact.cli import main
 from rules_compact.documents import read_conversations_from
+from rules_compact.readers import read_conversations
 from rules_compact.replay import PRICES, Price, cold_rounds, parse_price, replay, round_starts
 
 TRACES = Path(__file__).parent / "data" / "traces" / "mini-swe-agent"
@@ -46,7 +47,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def cut(path: Path, messages: int) -> list:
-    return json.loads(path.read_text(encoding="utf-8"))["messages"][:messages]
+    return read_conversations(path.read_bytes(), path.name)[0].messages[:messages]
 
 
 @pytest.fixture

@@ -448,11 +448,11 @@ def test_summary_placeholder_uses_the_summarizer_and_a_failure_falls_back_with_a
         {"name": "Bash", "compact": True, "summarize": broken},
         {"name": "Grep", "compact": True, "summarize": lambda content, call: 42},
     ]))
-    messages = conversation(("c1", "Read", {"path": "a.py"}, "x\ny\n"), ("c2", "Bash", {"cmd": "ls"}, "out"),
+    messages = conversation(("c1", "Read", {"path": "a.py"}, "x = 1\n" * 20), ("c2", "Bash", {"cmd": "ls"}, "out"),
                             ("c3", "Grep", {}, "hit"), ("c4", "Glob", {}, "files"))
     result = check_invariants(messages, parse_rules(SUMMARY_RULES))
     texts = [m["content"] for m in result.messages if m["role"] == "tool"]
-    assert texts == ["[Previous: used Read: a.py, 2 lines]", "[Previous: used Bash]", "[Previous: used Grep]",
+    assert texts == ["[Previous: used Read: a.py, 20 lines]", "[Previous: used Bash]", "[Previous: used Grep]",
                      "[Previous: used Glob]"]
     notes = {d.tool: d.note for d in result.report.passes[0].decisions if d.role == "tool"}
     assert notes == {"Read": None, "Bash": "summarizer of 'Bash' (sums) failed: ValueError: boom",
@@ -462,6 +462,17 @@ def test_summary_placeholder_uses_the_summarizer_and_a_failure_falls_back_with_a
     (tmp_path / "r.yaml").write_text(SUMMARY_RULES, encoding="utf-8")
     rc, out, _ = run(capsys, "explain", str(tmp_path / "c.json"), "-r", str(tmp_path / "r.yaml"))
     assert rc == 0 and "summarizer of 'Bash' (sums) failed: ValueError: boom" in out
+
+
+def test_a_summary_placeholder_larger_than_the_result_leaves_it_as_it_is(installed):
+    installed("sums", plugin(tools=[{"name": "Read", "compact": True, "summarize": lambda content, call:
+                                     f"{plugins.call_args(call)['path']}, {len(content.splitlines())} lines"}]))
+    small = "x = 1\n" * 4  # 24 characters, 6 tokens; the summary placeholder is 11
+    result = check_invariants(conversation(("c1", "Read", {"path": "src/app.py"}, small)), parse_rules(SUMMARY_RULES))
+    assert result.messages[-1]["content"] == small
+    decision = result.report.passes[0].decisions[-1]
+    assert (decision.rule, decision.changed, decision.saved) == ("sum", False, 0)
+    assert decision.note == "left as it is: the summary placeholder (11 tokens) is larger than the result (6)"
 
 
 def test_without_summary_true_the_summarizer_is_not_called(installed):

@@ -307,6 +307,48 @@ def test_microcompact_latest_thinking_is_kept():
     assert out[:3] == expected[:3]
 
 
+SEARCH = [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "bug"}},
+          {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+           "content": [{"type": "web_search_result", "url": "https://example.com", "title": "x",
+                        "encrypted_content": "e"}]}]
+
+
+@pytest.mark.parametrize("name", ["strip-tool-turn-reasoning", "strip-tool-turn-reasoning-selective"])
+def test_microcompact_keeps_server_tool_blocks(name):
+    """strip-tool-turn-reasoning deviation (2), and the selective one's: a server tool's call and
+    result blocks stay (drop_other_blocks keeps them, ids included); the seed keeps only
+    tool_use blocks. Everything else is as the seed does it."""
+    msgs = [{"role": "user", "content": "u" * 480_100}] + _anthropic_tool_turn(0, text="z" * 600)
+    msgs[1]["content"][1:1] = SEARCH  # thinking, search, its result, text, tool_use
+    msgs += [{"role": "user", "content": f"u{i}"} for i in range(10)] + _anthropic_tool_turn(1)[:1]
+    reference = s001m.apply if name == "strip-tool-turn-reasoning" else s001s.apply
+    out = check_invariants(msgs, PRESETS[name], "anthropic").messages
+    assert out[1]["content"] == [*SEARCH, msgs[1]["content"][-1]]
+    assert reference(msgs)[1]["content"] == [msgs[1]["content"][-1]]
+    assert out[2:-1] == reference(msgs)[2:-1]
+
+
+@pytest.mark.parametrize("name", ["anthropic-clear-tool-uses", "langchain-clear-tool-uses"])
+def test_a_breakpoint_in_a_cleared_list_content_stays(name):
+    """anthropic-clear-tool-uses and langchain-clear-tool-uses: a cache_control breakpoint on a
+    part of a cleared content list stays (on the tool_result block; in an OpenAI tool message, on
+    a one-part list); the originals write a plain string, which drops it."""
+    msgs, fmt = _list_content_case(name)
+    marker = {"type": "ephemeral"}
+    target = msgs[2]["content"][0] if fmt == "anthropic" else msgs[2]
+    target["content"] = [{**target["content"][0], "cache_control": marker}, target["content"][1]]
+    reference = {**OPENAI_REFERENCES, **ANTHROPIC_REFERENCES}[name]
+    out = check_invariants(msgs, PRESETS[name], fmt).messages
+    if fmt == "anthropic":
+        assert out[2]["content"][0] == {**reference(msgs)[2]["content"][0], "cache_control": marker}
+        assert reference(msgs)[2]["content"][0]["content"] == "[cleared]"
+    else:
+        assert out[2] == {**reference(msgs)[2], "content": [{"type": "text", "text": "[cleared]",
+                                                             "cache_control": marker}]}
+        assert reference(msgs)[2]["content"] == "[cleared]"
+    assert out[3:] == reference(msgs)[3:]
+
+
 def test_observation_masking_reapplied_is_idempotent_not_like_swe_agent():
     """observation-masking deviation: on a masked history SWE-agent re-masks its own placeholders
     ("(40 lines omitted)" becomes "(1 lines omitted)"); the preset leaves them alone."""

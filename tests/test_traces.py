@@ -23,6 +23,7 @@ import yaml
 from rules_compact.testing import check_invariants
 from rules_compact import compact, load_rules, parse_rules
 from rules_compact.formats import FORMATS
+from rules_compact.readers import read_conversations
 from rules_compact.resources import bundled_rules
 from rules_compact.engine.facts import Facts as View
 
@@ -39,12 +40,9 @@ MINI_SWE_ERROR_WHEN = {"all": [{"text": {"startswith": "<returncode>"}},
 
 @lru_cache(maxsize=None)
 def _load(path: Path) -> tuple[str, str]:
-    """(format, messages as JSON): each test gets a fresh copy of the messages."""
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    if path == CLAUDE:
-        return "anthropic", json.dumps(data, ensure_ascii=False)
-    return "openai", json.dumps(data["messages"], ensure_ascii=False)
+    """(format, messages as JSON), as the readers give them: each test gets a fresh copy."""
+    conv = read_conversations(path.read_bytes(), path.name)[0]
+    return conv.format, json.dumps(conv.messages, ensure_ascii=False)
 
 
 def trace(path: Path) -> tuple[str, list]:
@@ -304,13 +302,11 @@ def _check_user_facts(path: Path, ruleset, errors) -> None:
     error_items = [(index, content) for index, content, it in results if errors(it)]
     for index, content in error_items:
         assert _same(after[index], content)
-    # tool calls (the final dangling submit call too) and mini-swe-agent's exit message are untouched
+    # tool calls (the final dangling submit call too) are untouched
     assert _args(out, fmt) == _args(messages, fmt)
     for before, now in zip(messages, out):
         if before["role"] == "assistant":
             assert now.get("tool_calls") == before.get("tool_calls")
-        elif before["role"] == "exit":
-            assert now is before
     # estimated tokens went down, and the report says so too
     report = result.report.passes[0]
     assert _tokens(out, fmt, ruleset) < _tokens(messages, fmt, ruleset)

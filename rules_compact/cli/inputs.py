@@ -6,6 +6,7 @@ import os
 import sys
 
 from ..documents import read_conversations_from
+from ..errors import InputError
 from ..formats import FORMATS
 from ..language.loader import load_rules
 from ..plugins.manager import PluginError, registry
@@ -50,7 +51,8 @@ def same_file(a: str, b: str) -> bool:
 def read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
     """Each conversation of a file with the format its rules see: ``--format``, else the detected one.
 
-    A forced format that finds fewer items (tool results and assistant turns) than the
+    Messages the API would reject in a forced format raise InputError naming the detected
+    format.  A forced format that finds fewer items (tool results and assistant turns) than the
     detected one, none at all for instance, gets a warning saying which format the content
     looks like.
     """
@@ -58,6 +60,10 @@ def read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
     for conv in read_conversations_from(path):
         fmt = forced or conv.format
         if fmt != conv.format and conv.messages:
+            try:  # one error line: the API would reject the messages in the forced format
+                FORMATS[fmt].check(conv.messages)
+            except InputError as error:
+                raise InputError(f"{error}; the content looks like {conv.format} (--format {conv.format})") from None
             found = len(FORMATS[fmt].items(conv.messages))
             detected = len(FORMATS[conv.format].items(conv.messages))
             if found < detected:

@@ -52,11 +52,14 @@ def resolve_rules(rules) -> list[RuleSet]:
 
 
 def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None = None,
-            format: str | None = None) -> Result:
+            format: str | Format | None = None, *, breakpoints_outside: int = 0) -> Result:
     """Apply one rule set, or several as successive passes, to a message list.
 
     The input is never mutated.  ``rules`` may be a RuleSet, a path or ``preset:NAME``,
-    or a list of those; None means the bundled default rules.
+    or a list of those; None means the bundled default rules.  ``breakpoints_outside``: the
+    cache breakpoints the request holds outside ``messages`` (in its system prompt and tools,
+    see ``count_breakpoints``), which the ``cache-breakpoint`` action counts with the messages'
+    own.  Messages a model API would reject for their shape raise InputError.
     """
     name, fmt = check_messages(messages, format)
     fmt.check(messages)
@@ -64,7 +67,7 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     current, passes = messages, []
     with collector_paused():
         for ruleset in rulesets:
-            done = run_pass(current, ruleset, fmt)
+            done = run_pass(current, ruleset, fmt, breakpoints_outside)
             current = done.messages
             passes.append(done.report)
     return finish(messages, current, name, rulesets, passes)
@@ -86,10 +89,13 @@ def collector_paused():
         gc.enable()
 
 
-def check_messages(messages: list, format: str | None) -> tuple[str, Format]:
-    """The format's name and object; InputError for a non-list or an unknown format."""
+def check_messages(messages: list, format: str | Format | None) -> tuple[str, Format]:
+    """The format's name and object (``format`` may be a Format); InputError for a non-list or
+    an unknown format."""
     if not isinstance(messages, list):
         raise InputError(f"messages must be a list, got {type(messages).__name__}")
+    if isinstance(format, Format):
+        return format.name, format
     name = format or detect_format(messages)
     fmt = FORMATS.get(name)
     if fmt is None:

@@ -40,11 +40,14 @@ class Editor:
     input; ``out`` holds the current version of every message; ``log`` every replacement, as
     ``(item, message index, the message as it was)``."""
 
-    def __init__(self, facts: Facts):
+    def __init__(self, facts: Facts, around: Callable[[], int] = lambda: 0):
         self.facts = facts
         self.out = list(facts.messages)
         self.log: list[tuple[int, int, Any]] = []
         self.item = -1  # the item whose actions run
+        self.asked: int | None = None  # the first item whose actions read the request's breakpoints
+        self._around = around  # the breakpoints outside ``out``: outside the messages, before and after them
+        self._held: int | None = None  # once asked: the request's breakpoints, kept up to date
 
     @property
     def view(self) -> Facts:  # the name plugins know
@@ -59,6 +62,18 @@ class Editor:
         if message is not old:
             self.log.append((self.item, index, old))
             out[index] = message
+            if self._held is not None:
+                count = self.facts.fmt.breakpoints
+                self._held += count(message) - count(old)
+
+    def breakpoints(self) -> int:
+        """The cache breakpoints the whole request holds now (a decision that reads this is
+        never kept for a later call)."""
+        if self.asked is None:
+            self.asked = self.item
+        if self._held is None:
+            self._held = self._around() + sum(map(self.facts.fmt.breakpoints, self.out))
+        return self._held
 
     def result_content_at(self, item: int) -> Any:
         scan = self.facts.scan
@@ -95,6 +110,7 @@ class Decided:
     log: list  # every replacement, as (item, message index, the message as it was)
     gate: str | None = None  # "passed" | "failed" with a minimum gate
     unapplied: str | None = None  # why the changes were undone (a failed gate)
+    asked: int | None = None  # the first item whose actions read the request's breakpoints
 
     @property
     def changed(self) -> int:
@@ -173,21 +189,24 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
     return chosen, acted, by_rule
 
 
-def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | None = None) -> Decided:
+def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | None = None,
+             around: Callable[[], int] = lambda: 0) -> Decided:
     """Choose a rule for every item, then apply the actions that change something, oldest
     item first, within the rule set's budget (``total_tokens``: of the whole input, which
-    ``stop_at_tokens`` compares with; by default the facts' messages)."""
+    ``stop_at_tokens`` compares with; by default the facts' messages; ``around``: the cache
+    breakpoints the request holds outside the facts' messages)."""
     chosen, todo, by_rule = choose(facts, ruleset)
     notes: dict[int, str] = {}
     if facts.results:
         errors = facts.errors
         notes = dict.fromkeys([i for i in facts.results if errors[i] and chosen[i] is None], ERROR_WITHOUT_RULE)
-    editor = Editor(facts)
+    editor = Editor(facts, around)
     log = editor.log
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
     if tally is None and not facts.fmt.shared_messages and all(
-            a.kind is not None and a.kind.item_only for rule in by_rule for a in rule.actions):
+            a.kind is not None and a.kind.item_only and not a.kind.reads_request
+            for rule in by_rule for a in rule.actions):
         todo = []  # each item's edits touch its own message alone: apply them rule by rule
         for rule, items in by_rule.items():
             items.sort()
@@ -217,8 +236,8 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
         if gate == "failed":
             unapplied = (f"minimum gate: would clear {measured:,} < {budget.min_cleared_tokens:,} tokens"
                          + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
-            return Decided(list(facts.messages), chosen, notes, log, gate, unapplied)
-    return Decided(editor.out, chosen, notes, log, gate, unapplied)
+            return Decided(list(facts.messages), chosen, notes, log, gate, unapplied, editor.asked)
+    return Decided(editor.out, chosen, notes, log, gate, unapplied, editor.asked)
 
 
 def _counts(budget: Budget) -> bool:
@@ -273,12 +292,15 @@ def step_boundary(step: Step, results_per_message: Callable[[], list[int]],
 
 @dataclass(frozen=True, eq=False)
 class Pass:
-    """One pass's output and report, and what it decided (None when it did not run)."""
+    """One pass's output and report, and what it decided (None when it did not run).
+    ``held``: when an action read the request's breakpoints, those outside the messages and
+    after the boundary then (a later call reuses the decisions only while they stay)."""
 
     messages: list
     report: PassReport
     boundary: int
     decided: Decided | None = None
+    held: int | None = None
 
 
 class Input:
@@ -330,8 +352,9 @@ class Input:
         return self._tokens[start:end], self._chars[start:end]
 
 
-def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
-    """One rule file over ``messages``: the new list and what was decided."""
+def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside: int = 0) -> Pass:
+    """One rule file over ``messages``: the new list and what was decided
+    (``breakpoints_outside``: the cache breakpoints the request holds outside the messages)."""
     given = Input(messages, fmt, ruleset)
     boundary = (step_boundary(ruleset.step, given.results, given.tokens, len(messages)) if ruleset.step
                 else len(messages))
@@ -340,9 +363,25 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format) -> Pass:
         return Pass(messages, not_run(ruleset, skip, given), boundary)
     prefix = messages if boundary == len(messages) else messages[:boundary]
     facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary))
-    decided = evaluate(facts, ruleset, lambda: sum(given.tokens()))
+    outside = Outside(breakpoints_outside, fmt, messages, boundary)
+    decided = evaluate(facts, ruleset, lambda: sum(given.tokens()), outside)
     out = decided.out if boundary == len(messages) else decided.out + messages[boundary:]
-    return Pass(out, ran(ruleset, decided, given, boundary, out), boundary, decided)
+    return Pass(out, ran(ruleset, decided, given, boundary, out), boundary, decided, outside.held)
+
+
+class Outside:
+    """The cache breakpoints a pass's request holds outside the messages the rules decide on:
+    outside the messages, after the boundary, and (``before``) in a settled prefix; counted
+    when an action first asks."""
+
+    def __init__(self, outside: int, fmt: Format, messages: list, boundary: int, before: int = 0):
+        self.outside, self.fmt, self.messages, self.boundary, self.before = outside, fmt, messages, boundary, before
+        self.held: int | None = None  # once counted: those outside and after the boundary
+
+    def __call__(self) -> int:
+        self.held = self.outside + sum(map(self.fmt.breakpoints, self.messages[self.boundary:]))
+        return self.held + self.before
+
 
 
 def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
@@ -470,4 +509,4 @@ def _reason(ruleset: RuleSet, boundary: int) -> str:
     return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}: {where}"
 
 
-__all__ += ["Input", "skipped", "not_run", "ran", "decisions", "age_units", "Origin", "NO_BOUNDARY"]
+__all__ += ["Input", "Outside", "skipped", "not_run", "ran", "decisions", "age_units", "Origin", "NO_BOUNDARY"]

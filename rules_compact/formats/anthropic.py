@@ -6,31 +6,26 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..jsontext import dumps_data
-from .base import Call, Format, _dicts, _str, deep_copy, dumps_args, parts_text, replace_content, shallow_parts
+from .base import (Call, Format, blocks_problem, _dicts, keep_breakpoint, role_problem, _str, count_breakpoints,
+                   deep_copy, dumps_args, is_tool_block, json_kind, parts_text, replace_content, shallow_parts,
+                   thinking_text, with_breakpoint)
 
 __all__ = ["AnthropicFormat", "ANTHROPIC_BLOCKS"]
 
 ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+ANTHROPIC_ROLES = ("user", "assistant", "system")  # system: a mid-conversation system entry
 
 
 class AnthropicFormat(Format):
     """Anthropic Messages: content blocks ``tool_use`` / ``tool_result`` / ``thinking``."""
 
     name = "anthropic"
+    max_breakpoints = 4
     shared_messages = True  # a user message holds several tool_result blocks
 
     @staticmethod
     def shows(msg: dict) -> bool:
         return any(b.get("type") in ANTHROPIC_BLOCKS for b in _dicts(msg.get("content")))
-
-    def check(self, messages: list, start: int = 0) -> None:
-        for i in range(start, len(messages)):
-            for block in self._blocks(messages[i]):
-                if isinstance(block, dict) and block.get("type") == "tool_use" and "input" in block:
-                    try:
-                        dumps_data(block["input"])
-                    except InputError as exc:
-                        raise InputError(f"message {i}: {exc}") from None
 
     @staticmethod
     def _blocks(msg: Any) -> list:
@@ -85,10 +80,8 @@ class AnthropicFormat(Format):
             kind = block.get("type")
             if kind == "text":
                 yield _str(block.get("text"))
-            elif kind == "thinking":
-                yield _str(block.get("thinking"))
-            elif kind == "redacted_thinking":
-                yield _str(block.get("data"))
+            elif kind in ("thinking", "redacted_thinking"):
+                yield thinking_text(block)
             elif kind == "tool_use":
                 yield _str(block.get("name"))
                 yield dumps_args(block.get("input", {}))
@@ -100,9 +93,12 @@ class AnthropicFormat(Format):
 
     def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
         blocks = list(msg["content"])
-        old = blocks[block]
-        new = text if as_string else replace_content(old.get("content"), text)
-        blocks[block] = {**old, "content": new}
+        result = blocks[block]
+        new, lost = replace_content(result.get("content"), text, as_string)
+        result = {**result, "content": new}
+        if lost is not None and not result.get("cache_control"):  # the breakpoint moves onto the block
+            result["cache_control"] = lost
+        blocks[block] = result
         return {**msg, "content": blocks}
 
     def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
@@ -110,6 +106,7 @@ class AnthropicFormat(Format):
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         lead, texts, others = [], [], []
         marker_slot: tuple[list, int] | None = None
+        lost = None  # the breakpoint of a removed block
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
             is_text = kind == "text" and isinstance(block.get("text"), str)
@@ -122,37 +119,36 @@ class AnthropicFormat(Format):
                 if marker_slot is None:
                     target = texts if text_first else others
                     marker_slot = (target, len(target))
-            elif not drop_other or kind == "tool_use":
+                lost = block.get("cache_control") or lost
+            elif not drop_other or is_tool_block(kind):
                 others.append(block)
+            elif block.get("cache_control"):  # dropped with its breakpoint: the marker may carry it
+                if marker_slot is None:
+                    marker_slot = (others, len(others))
+                lost = block["cache_control"]
         has_marker = any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == marker
                          for b in texts + others)
         if marker is not None and not has_marker and marker_slot is not None:
             marker_slot[0].insert(marker_slot[1], {"type": "text", "text": marker})
-        new = lead + texts + others
+        new = keep_breakpoint(lead + texts + others, lost)
         if len(new) == len(blocks) and all(x is y for x, y in zip(new, blocks)):
             return msg
         return {**msg, "content": new}
 
     def is_empty(self, msg: dict) -> bool:
-        content = msg.get("content")
-        return not content
+        return not msg.get("content")
 
     def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
         content = msg.get("content")
         if not isinstance(content, list) or not content:
             return msg
-        if block is not None:
-            at = block
-        else:  # the last block that may carry a breakpoint (never a thinking block)
-            at = next((j for j in range(len(content) - 1, -1, -1) if isinstance(content[j], dict)
-                       and content[j].get("type") not in ("thinking", "redacted_thinking")), None)
-            if at is None:
-                return msg
-        block = content[at]
-        if not isinstance(block, dict) or "cache_control" in block:  # never move or weaken one
+        if block is None:  # an assistant turn: its last block that may carry one
+            return {**msg, "content": marked} if (marked := with_breakpoint(content, cache_control)) else msg
+        result = content[block]
+        if not isinstance(result, dict) or result.get("cache_control"):  # never move or weaken one
             return msg
         blocks = list(content)
-        blocks[at] = {**block, "cache_control": cache_control}
+        blocks[block] = {**result, "cache_control": cache_control}
         return {**msg, "content": blocks}
 
     def snapshot(self, msg: Any) -> Any:
@@ -179,3 +175,34 @@ class AnthropicFormat(Format):
                 changed = True
             blocks.append(block)
         return {**msg, "content": blocks} if changed else msg
+
+    def breakpoints(self, msg: Any) -> int:
+        blocks = self._blocks(msg)
+        return count_breakpoints(blocks) + sum(count_breakpoints(b.get("content")) for b in _dicts(blocks)
+                                               if b.get("type") == "tool_result")
+
+    def problem(self, msg: Any) -> str | None:
+        problem = role_problem(msg, ANTHROPIC_ROLES)
+        if problem is not None:
+            return problem
+        content = msg.get("content")
+        if not isinstance(content, (str, list)):
+            return "has no 'content'" if "content" not in msg else \
+                f"'content' is {json_kind(content)}, not a string or a list of blocks"
+        if isinstance(content, str) or (problem := blocks_problem(content, "content block")):
+            return problem
+        for j, block in enumerate(content):
+            kind, inner = block["type"], block.get("content")
+            if kind == "tool_use" and not isinstance(block.get("input", {}), dict):
+                return f"content block {j}: tool_use 'input' is {json_kind(block['input'])}, not an object"
+            if kind == "tool_use" and "input" in block:
+                try:
+                    dumps_data(block["input"])  # data built in Python may be no JSON (a set)
+                except InputError as exc:
+                    return str(exc)
+            if kind == "tool_result" and inner is not None and not isinstance(inner, (str, list)):
+                return f"content block {j}: tool_result 'content' is {json_kind(inner)}, not a string or a list"
+            if kind == "tool_result" and isinstance(inner, list) and (
+                    problem := blocks_problem(inner, f"content block {j}: tool_result block")):
+                return problem
+        return None

@@ -9,9 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, NamedTuple
 
+from ..errors import InputError, kind_of
 from ..jsontext import dumps_data
 
-__all__ = ["Item", "Scan", "Format", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
+#: Content blocks that hold reasoning: Anthropic's thinking blocks, and LangChain v1's reasoning
+#: blocks (in an ``AIMessage.content`` list, which the OpenAI format also reads).
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+
+__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "count_breakpoints", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
            "shallow_parts"]
 
 
@@ -117,15 +122,91 @@ def parts_text(content: Any) -> str:
     return "".join(t for t in texts if isinstance(t, str))
 
 
-def replace_content(content: Any, text: str) -> Any:
-    """New content holding only ``text``, keeping its shape and any cache_control marker."""
-    if not isinstance(content, list):
-        return text
+def replace_content(content: Any, text: str, as_string: bool = False) -> tuple[Any, dict | None]:
+    """New content holding only ``text``, in the shape of ``content`` (a string with
+    ``as_string``, or when ``text`` is blank: an empty text block is invalid), and the
+    cache_control marker of the old blocks it could not keep (the last one), if any."""
+    markers = [p["cache_control"] for p in _dicts(content) if p.get("cache_control")]
+    marker = markers[-1] if markers else None
+    if not isinstance(content, list) or as_string or is_blank(text):
+        return text, marker
     part: dict[str, Any] = {"type": "text", "text": text}
-    markers = [p["cache_control"] for p in _dicts(content) if "cache_control" in p]
-    if markers:
-        part["cache_control"] = markers[-1]
-    return [part]
+    if marker is not None:
+        part["cache_control"] = marker
+    return [part], None
+
+
+def thinking_text(block: dict) -> str:
+    """What the model reads in a thinking block: its thinking, redacted data or reasoning."""
+    kind = block.get("type")
+    return _str(block.get("data" if kind == "redacted_thinking" else kind))
+
+
+def json_kind(value: Any) -> str:
+    """A JSON value's type as an error names it: 'an object', 'a list', 'a string', 'null'..."""
+    return "an object" if isinstance(value, dict) else kind_of(value)
+
+
+def is_blank(text: Any) -> bool:
+    return not isinstance(text, str) or not text.strip()
+
+
+def count_breakpoints(value: Any) -> int:
+    """The cache breakpoints in a system prompt, a tool list or a list of blocks: the entries
+    that carry a ``cache_control`` (a string system prompt carries none)."""
+    if isinstance(value, dict):
+        return 1 if value.get("cache_control") else 0
+    return sum(1 for v in value if isinstance(v, dict) and v.get("cache_control")) if isinstance(value, list) else 0
+
+
+def with_breakpoint(blocks: list, cache_control: dict, skip: frozenset = THINKING_BLOCKS) -> list | None:
+    """``blocks`` with ``cache_control`` on the last block that may carry a breakpoint (none of
+    the ``skip`` types, thinking by default, nor an empty text block); None when there is none,
+    or it already has one."""
+    at = next((j for j in range(len(blocks) - 1, -1, -1) if isinstance(blocks[j], dict)
+               and blocks[j].get("type") not in skip
+               and not (blocks[j].get("type") == "text" and is_blank(blocks[j].get("text")))), None)
+    if at is None or blocks[at].get("cache_control"):
+        return None
+    out = list(blocks)
+    out[at] = {**blocks[at], "cache_control": cache_control}
+    return out
+
+
+def is_tool_block(kind: Any) -> bool:
+    """A tool call or its result in an assistant turn: ``tool_use``, and the server tools'
+    ``server_tool_use`` / ``mcp_tool_use`` and ``*_tool_result`` blocks (``web_search_tool_result`` ...)."""
+    return isinstance(kind, str) and (kind == "tool_use" or kind.endswith(("_tool_use", "_tool_result")))
+
+
+def role_problem(msg: Any, roles: tuple[str, ...]) -> str | None:
+    if not isinstance(msg, dict):
+        return f"is {json_kind(msg)}, not an object"
+    role = msg.get("role")
+    if not isinstance(role, str):
+        return "has no 'role'" if role is None else f"'role' is {json_kind(role)}, not a string"
+    if role not in roles:
+        return f"unknown role {role!r}; allowed: {', '.join(roles)}"
+    return None
+
+
+def blocks_problem(content: list, what: str) -> str | None:
+    for j, block in enumerate(content):
+        if not isinstance(block, dict):
+            return f"{what} {j} is {json_kind(block)}, not an object"
+        if not isinstance(block.get("type"), str):
+            return f"{what} {j} has no string 'type'"
+    return None
+
+
+def keep_breakpoint(blocks: list, lost: dict | None, skip: frozenset = THINKING_BLOCKS) -> list:
+    """``blocks``, with the breakpoint of a block removed from them (``lost``) moved onto the last
+    block that may carry one (when that block has one already, the two become one)."""
+    if lost is None:
+        return blocks
+    moved = with_breakpoint(blocks, lost, skip)
+    return blocks if moved is None else moved
+
 
 
 def dumps_args(value: Any) -> str:
@@ -175,14 +256,29 @@ class Format:
     registered in ``rules_compact.formats.FORMATS``."""
 
     name = ""
+    max_breakpoints = 0  # the cache breakpoints a request may hold (Anthropic: 4); 0: it carries none
+    unit = "message"  # what an error calls one entry of the list
     resumable = True  # items are found message by message, so a pass can resume (incremental layer)
     own_calls = True  # an assistant turn's calls are all in its own message
     shared_messages = False  # several items can be in one message (so their edits must go in order)
 
     # -- what a model API accepts ---------------------------------------------------------
+    def problem(self, msg: Any) -> str | None:
+        """Why a model API would reject this message (a role it does not know, a value of the
+        wrong type, data that is not JSON), or None."""
+        return None
+
     def check(self, messages: list, start: int = 0) -> None:
-        """Raise InputError ("message N: ...") for the first of ``messages[start:]`` that a model
-        API would reject (the earlier ones were checked before)."""
+        """Raise InputError ("message I: ...") at the first of ``messages[start:]`` that has a
+        :meth:`problem` (the earlier ones were checked before)."""
+        for i in range(start, len(messages)):
+            problem = self.problem(messages[i])
+            if problem is not None:
+                raise InputError(f"{self.unit} {i}: {problem}")
+
+    def breakpoints(self, msg: Any) -> int:
+        """How many cache breakpoints (``cache_control`` markers) a message holds."""
+        return 0
 
     # -- structure ---------------------------------------------------------------------
     def calls(self, msg: Any) -> list[Call]:
@@ -287,7 +383,8 @@ class Format:
         raise NotImplementedError
 
     def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
-        """Put ``cache_control`` on the item's block (formats without breakpoints: unchanged)."""
+        """Put ``cache_control`` on the item's block; ``msg`` itself when there is no block that
+        may carry it, or it already has one.  Used when ``max_breakpoints`` is not 0."""
         return msg
 
     def clear_inputs(self, msg: dict, call_ids: frozenset[str]) -> dict:

@@ -5,11 +5,17 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from .base import Call, Format, Scan, _dicts, _str, deep_copy, dumps_args, parts_text, replace_content, shallow_parts
+from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
+                   _str, count_breakpoints, deep_copy, dumps_args, json_kind, parts_text, replace_content, shallow_parts,
+                   thinking_text, with_breakpoint)
 
-__all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS"]
+__all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS", "OPENAI_CACHE_CONTROL"]
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: Content parts of OpenAI messages that carry no breakpoint: thinking, and the tool_use blocks of
+#: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
+OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
 _NO: tuple = ()
 _ITEM_ROLES = frozenset({"tool", "assistant"})
 
@@ -228,7 +234,8 @@ class OpenAIFormat(Format):
         return isinstance(msg, dict) and msg.get("role") == "user" and bool(parts_text(msg.get("content")).strip())
 
     def has_thinking(self, msg: Any) -> bool:
-        return isinstance(msg, dict) and any(_str(msg.get(f)) for f in REASONING_FIELDS)
+        return isinstance(msg, dict) and (any(_str(msg.get(f)) for f in REASONING_FIELDS) or any(
+            b.get("type") in THINKING_BLOCKS for b in _dicts(msg.get("content"))))
 
     def reasoning_text(self, msg: Any) -> str:
         return "".join(_str(msg.get(f)) for f in REASONING_FIELDS) if isinstance(msg, dict) else ""
@@ -237,6 +244,7 @@ class OpenAIFormat(Format):
         if not isinstance(msg, dict):
             return []
         pieces = [parts_text(msg.get("content"))]
+        pieces += [thinking_text(b) for b in _dicts(msg.get("content")) if b.get("type") in THINKING_BLOCKS]
         pieces += [_str(msg.get(field)) for field in REASONING_FIELDS]
         if msg.get("tool_calls"):
             for _, name, call in self.calls(msg):
@@ -248,39 +256,39 @@ class OpenAIFormat(Format):
         return msg.get("content")
 
     def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
-        return {**msg, "content": text if as_string else replace_content(msg.get("content"), text)}
+        content, lost = replace_content(msg.get("content"), text, as_string)
+        if lost is not None and not is_blank(text):  # a breakpoint wins over as_string: it needs a part
+            content = [{"type": "text", "text": text, "cache_control": lost}]
+        return {**msg, "content": content}
 
     def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
         new = dict(msg)
-        changed = False
         if not keep_thinking:
             for field in REASONING_FIELDS:
-                if field in new:
-                    del new[field]
-                    changed = True
+                new.pop(field, None)
         content = msg.get("content")
         if isinstance(content, str):
             if content and content != marker and not keep(content):
                 new["content"] = marker
-                changed = True
         elif isinstance(content, list):
-            kept, removed = [], False
+            kept, removed, lost = [], False, None
             for part in content:
-                is_text = isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-                if is_text and part["text"] != marker and not keep(part["text"]):
-                    removed = True
+                kind = part.get("type") if isinstance(part, dict) else None
+                is_text = kind == "text" and isinstance(part.get("text"), str)
+                if (is_text and part["text"] != marker and not keep(part["text"])) or (
+                        kind in THINKING_BLOCKS and not keep_thinking):
+                    removed, lost = True, part.get("cache_control") or lost
                     continue
                 kept.append(part)
             if removed and marker is not None and not any(
                     isinstance(p, dict) and p.get("text") == marker for p in kept):
                 kept.insert(0, {"type": "text", "text": marker})
             if removed:
-                new["content"] = kept or None
-                changed = True
-        return new if changed else msg
+                new["content"] = keep_breakpoint(kept, lost, OPENAI_NO_BREAKPOINT) or None
+        return new if new != msg else msg
 
     def is_empty(self, msg: dict) -> bool:
-        return not self.calls(msg) and not parts_text(msg.get("content"))
+        return not self.calls(msg) and is_blank(parts_text(msg.get("content")))
 
     def snapshot(self, msg: Any) -> Any:
         """Its keys, its content parts and its calls (a call's function too)."""
@@ -308,3 +316,50 @@ class OpenAIFormat(Format):
                 changed = True
             new_calls.append(call)
         return {**msg, "tool_calls": new_calls} if changed else msg
+
+    def breakpoints(self, msg: Any) -> int:
+        return count_breakpoints(msg.get("content")) if isinstance(msg, dict) else 0
+
+    def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
+        content = msg.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        marked = with_breakpoint(content, cache_control, OPENAI_NO_BREAKPOINT) if isinstance(content, list) else None
+        return msg if marked is None else {**msg, "content": marked}
+
+    def problem(self, msg: Any) -> str | None:
+        problem = role_problem(msg, OPENAI_ROLES)
+        if problem is not None:
+            return problem
+        content = msg.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            return f"'content' is {json_kind(content)}, not a string, a list of parts or null"
+        if isinstance(content, list) and (problem := blocks_problem(content, "content part")):
+            return problem
+        calls = msg.get("tool_calls")
+        if calls is None:
+            return None
+        if not isinstance(calls, list):
+            return f"'tool_calls' is {json_kind(calls)}, not a list"
+        for j, call in enumerate(calls):
+            fn = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(fn, dict):
+                return f"tool call {j} is {json_kind(call)}, not an object" if not isinstance(call, dict) \
+                    else f"tool call {j}: 'function' is {json_kind(fn)}, not an object"
+            for key, what in (("name", "a string"), ("arguments", "a JSON string")):
+                if key in fn and not isinstance(fn[key], str):
+                    return f"tool call {j}: 'function.{key}' is {json_kind(fn[key])}, not {what}"
+        return None
+
+
+class CacheControlOpenAIFormat(OpenAIFormat):
+    """OpenAI messages bound for a provider that reads Anthropic ``cache_control`` on content
+    parts, as LangChain's ChatAnthropic does (it hoists a tool message's onto its tool_result
+    block): ``cache-breakpoint`` marks the item's last content part, within Anthropic's limit.
+    Not a format of its own (reports say ``openai``): the LangChain integration uses it for
+    Anthropic models."""
+
+    max_breakpoints = 4
+
+
+OPENAI_CACHE_CONTROL = CacheControlOpenAIFormat()

@@ -36,7 +36,8 @@ sits at its assistant ``message`` item, or at its first call when it has no mess
 reasoning items alone is no item.  Its calls are every call of the turn (``has_tool_calls``,
 ``tool``, ``dangling``), its text is the message's text, and ``has_thinking`` is true when
 the turn holds a reasoning item.  ``strip-text`` edits the message item only (a text part that
-goes becomes the marker; the message is never left empty); ``clear-inputs`` on a result blanks
+goes becomes the marker; when all of it goes, the marker stands in even if the rule gives none,
+``[text removed]``, so a message is never left empty); ``clear-inputs`` on a result blanks
 its call's ``arguments`` to ``"{}"`` (``input`` to ``""`` for a custom tool call; a local shell
 call's ``action`` stays).  A model response starts at the first item of each turn
 (:meth:`ResponsesFormat.response_starts`), so ``replay`` counts a round for a turn made only of
@@ -54,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .base import Format, KeepText, Scan, dumps_args
+from .base import Format, KeepText, Scan, dumps_args, json_kind
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -68,6 +69,7 @@ RESPONSES_ITEM_TYPES = frozenset({"function_call", "function_call_output", "reas
                                   "custom_tool_call_output", "local_shell_call", "local_shell_call_output"})
 # (an item of one of these types: Responses input)
 RESPONSES_PARTS = frozenset({"input_text", "output_text"})  # content parts only Responses input has
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 
 
 def _str(value: Any) -> str:
@@ -153,11 +155,39 @@ class ResponsesFormat(Format):
 
     name = "responses"
     resumable = False  # a turn's item stands for several input items
+    unit = "item"
     own_calls = False  # a turn's calls are items of their own
 
     @staticmethod
     def shows(msg: dict) -> bool:
         return _type(msg) in RESPONSES_ITEM_TYPES or any(_type(p) in RESPONSES_PARTS for p in _dicts(msg.get("content")))
+
+    def problem(self, msg: Any) -> str | None:
+        if not isinstance(msg, dict):
+            return f"is {json_kind(msg)}, not an object"
+        kind = msg.get("type")
+        if kind is not None and not isinstance(kind, str):
+            return f"'type' is {json_kind(kind)}, not a string"
+        if kind is None and "role" not in msg:
+            return "has neither a 'type' nor a 'role'"
+        if _kind(msg) == "message":
+            role, content = msg.get("role"), msg.get("content")
+            if role not in MESSAGE_ROLES:
+                return f"unknown role {role!r}; allowed: {', '.join(MESSAGE_ROLES)}"
+            if not isinstance(content, (str, list)):
+                return f"'content' is {json_kind(content)}, not a string or a list of parts"
+        elif _kind(msg) in ("call", "result"):
+            ref = "id" if kind == "local_shell_call_output" and "call_id" not in msg else "call_id"
+            if not isinstance(msg.get(ref), str):
+                return f"{kind} '{ref}' is {json_kind(msg.get(ref))}, not a string"
+            key = CALL_TYPES.get(kind, "output")
+            value = msg.get(key)
+            if key == "action":  # a local shell call's action is an object ({type: exec, command: [...]})
+                if not isinstance(value, dict):
+                    return f"{kind} 'action' is {json_kind(value)}, not an object"
+            elif not (isinstance(value, str) or (key == "output" and isinstance(value, list))):
+                return f"{kind} '{key}' is {json_kind(value)}, not a string" + (" or a list" if key == "output" else "")
+        return None
 
     # -- what an item holds ---------------------------------------------------
     def calls(self, msg: Any) -> list[tuple[str, str | None, dict]]:
@@ -292,7 +322,8 @@ class ResponsesFormat(Format):
 
     def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
         output = msg.get("output")
-        new = text if as_string or not isinstance(output, list) else [{"type": "input_text", "text": text}]
+        new = text if as_string or not isinstance(output, list) or not text.strip() else [
+            {"type": "input_text", "text": text}]
         return {**msg, "output": new}
 
     def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
 from ..engine.facts import Facts
-from ..engine.interpreter import Decided, Input, Pass, evaluate, not_run, ran, run_pass, skipped, step_boundary
+from ..engine.interpreter import Decided, Input, Outside, Pass, evaluate, not_run, ran, run_pass, skipped, step_boundary
 from ..formats import Format
 from ..formats.base import deep_copy
 from ..kinds.actions import BUILTIN_ACTIONS
@@ -51,8 +51,10 @@ class Compactor:
         self._known: dict[tuple, tuple] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, messages: list, format: str | None = None) -> Result:
-        """Compact ``messages`` (in ``format``, else the Compactor's, else detected)."""
+    def __call__(self, messages: list, format: str | Format | None = None, *, breakpoints_outside: int = 0
+                 ) -> Result:
+        """Compact ``messages`` (in ``format``, else the Compactor's, else detected);
+        ``breakpoints_outside`` as for ``compact``."""
         name, fmt = check_messages(messages, format or self.format)
         current, passes = messages, []
         with self._lock, collector_paused():
@@ -61,8 +63,8 @@ class Compactor:
             fmt.check(messages, first.upto if held else 0)  # the messages relied on were checked before
             for index, ruleset in enumerate(self.rulesets):
                 try:
-                    done = (self._pass(index, current, ruleset, fmt, held if index == 0 else None) if self.reuse
-                            else run_pass(current, ruleset, fmt))
+                    done = (self._pass(index, current, ruleset, fmt, breakpoints_outside, held if index == 0 else None)
+                            if self.reuse else run_pass(current, ruleset, fmt, breakpoints_outside))
                 except BaseException:
                     self._memos[index] = None  # a half-made memory is never used
                     raise
@@ -75,8 +77,10 @@ class Compactor:
         with self._lock:
             self._memos = [None] * len(self.rulesets)
 
-    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, held: bool | None = None) -> Pass:
-        """One pass; ``held``: whether the memo holds for ``messages``, when the caller knows."""
+    def _pass(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, outside: int,
+              held: bool | None = None) -> Pass:
+        """One pass; ``outside``: the request's breakpoints outside the messages; ``held``: whether
+        the memo holds for ``messages``, when the caller knows."""
         memo = self._memos[index]
         if held is None:
             held = memo is not None and memo.fmt is fmt and memo.holds(messages, self.verify)
@@ -88,7 +92,8 @@ class Compactor:
             self._memos[index] = None
             return Pass(messages, not_run(ruleset, skip, given), boundary)
         if (held and ruleset.step is not None and boundary == memo.boundary
-                and (ruleset.budget.stop_at_tokens is None or sum(given.tokens()) == memo.total)):
+                and (ruleset.budget.stop_at_tokens is None or sum(given.tokens()) == memo.total)
+                and (memo.held is None or memo.held == outside + sum(map(fmt.breakpoints, messages[boundary:])))):
             out = memo.outputs + messages[boundary:]  # between boundaries: the decided prefix as it was
             return Pass(out, ran(ruleset, memo.decided, given, boundary, out), boundary, memo.decided)
         settling, snapshot = self._knowledge(index, ruleset, fmt)
@@ -106,10 +111,12 @@ class Compactor:
         total = lambda: sum(given.tokens())  # noqa: E731
         if facts is None:
             facts = Facts(messages if boundary == len(messages) else messages[:boundary], fmt, ruleset)
-            decided = evaluate(facts, ruleset, total)
+            around = Outside(outside, fmt, messages, boundary)
+            decided = evaluate(facts, ruleset, total, around)
             joined, settled = decided, Settled.empty() if settling is not None else None
         else:
-            decided = evaluate(facts, ruleset, total)
+            around = Outside(outside, fmt, messages, boundary, settled.store.breakpoints)
+            decided = evaluate(facts, ruleset, total, around)
             joined = Joined(settled, decided)
         if settling is not None and not decided.unapplied:
             settled = settled.extend(facts, decided, settling)
@@ -117,12 +124,12 @@ class Compactor:
             settled = None
         prefix = joined.out
         out = prefix + messages[boundary:] if boundary < len(messages) else prefix
-        done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined)
+        done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined, around.held)
         # the decisions hold for histories that extend the decided one: rely on all of it
         keep = boundary
         same = memo is not None and bool(messages) and memo.first is messages[0]
         self._memos[index] = _Memo.of(fmt, ruleset, messages, keep, given, boundary, prefix, joined, settled,
-                                      memo if held else None, snapshot if self.verify and same else None)
+                                      around.held, memo if held else None, snapshot if self.verify and same else None)
         return done
 
     def _knowledge(self, index: int, ruleset: RuleSet, fmt: Format):
@@ -153,6 +160,7 @@ class Joined:
 
     gate = None
     unapplied = None
+    asked = None
 
     def __init__(self, settled: Settled, decided: Decided):
         self.settled, self.region = settled, decided
@@ -202,10 +210,11 @@ class _Memo:
     outputs: list  # the decided prefix's output
     decided: Any  # Decided or Joined
     settled: Settled | None
+    held: int | None  # when a decision read the request's breakpoints: those outside and after the boundary
     first: Any  # the first message of the call (tells a conversation's later calls)
 
     @classmethod
-    def of(cls, fmt, ruleset, messages, upto, given, boundary, outputs, decided, settled, held, snapshot):
+    def of(cls, fmt, ruleset, messages, upto, given, boundary, outputs, decided, settled, counted, held, snapshot):
         """``held``: the previous memo, when this call extends what it relied on (its copies are
         kept); ``snapshot``: how to copy a message, None to keep no copies."""
         inputs = messages[:upto]
@@ -215,7 +224,7 @@ class _Memo:
             kept = kept[:upto]
             snapshots = kept + [snapshot(m) for m in inputs[len(kept):]]
         total = sum(given.tokens()) if ruleset.budget.stop_at_tokens is not None else None
-        return cls(fmt, inputs, snapshots, upto, given, total, boundary, outputs, decided, settled,
+        return cls(fmt, inputs, snapshots, upto, given, total, boundary, outputs, decided, settled, counted,
                    messages[0] if messages else None)
 
     def holds(self, messages: list, verify: bool) -> bool:

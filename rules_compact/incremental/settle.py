@@ -112,6 +112,7 @@ class _Store:
     log: list = field(default_factory=list)  # (item, message index, the message as it was)
     span_of: list = field(default_factory=list)  # per item: the message where its span (or it) starts
     user_turns: list = field(default_factory=list)  # message indices
+    breakpoints: int = 0  # the cache breakpoints its outputs hold
     calls: set = field(default_factory=set)  # every call id of its turns
     answered: set = field(default_factory=set)  # every call id its results answer
     latest: dict = field(default_factory=dict)  # superseded key -> {signature: message to reopen from}
@@ -182,7 +183,7 @@ class Settled:
         kept = _Store(
             outputs, store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
             [entry for entry in store.log[:self.logged] if entry[0] < items], store.span_of[:items],
-            [u for u in store.user_turns if u < start], set(scan.call_at),
+            [u for u in store.user_turns if u < start], sum(map(fmt.breakpoints, outputs)), set(scan.call_at),
             {scan.call_id[i] for i in scan.results if scan.call_id[i] is not None},
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
         return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
@@ -194,6 +195,8 @@ class Settled:
             raise AssertionError("only the newest settled prefix grows")
         cut = settling.cut(facts)
         scan = facts.scan
+        if decided.asked is not None:  # a decision that read the whole request's breakpoints stays open
+            cut = min(cut, scan.span_start(decided.asked))
         done = next((i for i in range(len(scan)) if scan.msg[i] >= cut), len(scan))
         offset, items = self.start, self.items
         starts = [offset + scan.span_start(i) for i in range(done)]
@@ -207,6 +210,7 @@ class Settled:
                     if found is not None and found not in table:
                         table[found] = starts[i]
         store.outputs += decided.out[:cut]
+        store.breakpoints += sum(map(facts.fmt.breakpoints, decided.out[:cut]))
         store.chosen += decided.chosen[:done]
         for i, note in decided.notes.items():
             if i < done:

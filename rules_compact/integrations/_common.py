@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence, Union
 
 from ..incremental import Compactor
 from ..engine import Result, resolve_rules
+from ..formats import Format
 from ..language.model import RuleSet
 from ..engine.report import Report
 
@@ -56,8 +57,10 @@ class Hook:
         self.rulesets = self.compactor.rulesets
         self.on_compact = on_compact if on_compact is not None else log_report
 
-    def run(self, messages: list, format: str) -> Result:
-        result = self.compactor(messages, format=format)
+    def run(self, messages: list, format: str | Format, breakpoints_outside: int = 0) -> Result:
+        """Compact ``messages``; ``breakpoints_outside``: the request's cache breakpoints outside
+        them (its system prompt and tools), counted with theirs against the provider's limit."""
+        result = self.compactor(messages, format=format, breakpoints_outside=breakpoints_outside)
         self.on_compact(result.report)
         return result
 
@@ -74,18 +77,20 @@ class Translated:
     or a part) is not seen: replace the message, as LangChain's and pydantic-ai's own
     histories do."""
 
-    def __init__(self, hook: Hook, format: str, to_dict: Callable[[Any], dict],
+    def __init__(self, hook: Hook, format: str | Format, to_dict: Callable[[Any], dict],
                  from_dict: Callable[[Any, dict, dict], Any]):
         self.hook, self.format, self.to_dict, self.from_dict = hook, format, to_dict, from_dict
         self._entries: dict[int, _Entry] = {}  # by id() of the message
         self._lock = threading.Lock()
 
-    def __call__(self, messages: Sequence) -> list:
-        """The compacted copy of ``messages``: unchanged messages are the same objects."""
+    def __call__(self, messages: Sequence, format: str | Format | None = None, breakpoints_outside: int = 0
+                 ) -> list:
+        """The compacted copy of ``messages`` (in ``format``, else the Translated's): unchanged
+        messages are the same objects.  ``breakpoints_outside`` as for :meth:`Hook.run`."""
         with self._lock:
-            return self._compact(messages)
+            return self._compact(messages, format or self.format, breakpoints_outside)
 
-    def _compact(self, messages: Sequence) -> list:
+    def _compact(self, messages: Sequence, format: str | Format, breakpoints_outside: int) -> list:
         previous, entries, rows = self._entries, {}, []
         for msg in messages:
             state = _state(msg)
@@ -95,7 +100,7 @@ class Translated:
             entries[id(msg)] = entry
             rows.append(entry)
         self._entries = entries
-        result = self.hook.run([row.before for row in rows], self.format)
+        result = self.hook.run([row.before for row in rows], format, breakpoints_outside)
         for row, after in zip(rows, result.messages):
             if after is not row.after:
                 row.after = after

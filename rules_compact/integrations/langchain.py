@@ -16,13 +16,24 @@ The messages are seen by the rules in the OpenAI Chat Completions format, one di
 ``HumanMessage`` -> ``user``, ``AIMessage`` -> ``assistant`` with ``tool_calls`` (``args`` as JSON
 ``arguments``) and ``reasoning_content`` from ``additional_kwargs``, ``ToolMessage`` -> ``tool``
 (``status="error"`` -> ``is_error: true``), ``SystemMessage`` -> ``system``, any other message ->
-its ``type`` as role.  Content lists are given as they are: ``text`` parts are text, other blocks
-(images, provider thinking blocks) are kept as they are.  Only the messages a rule changed are
-copied back (``model_copy``), so ids, tool-call ids, metadata and every other field stay:
+its ``type`` as role.  Content lists are given as they are: ``text`` parts are text, Anthropic
+``thinking`` / ``redacted_thinking`` and LangChain v1 ``reasoning`` blocks are thinking (stripped
+by ``strip-text``, counted in sizes and ``has_thinking``; the latest assistant message keeps
+them), other blocks (images) are kept as they are.  Only the messages a rule changed are copied
+back (``model_copy``), so ids, tool-call ids, metadata and every other field stay:
 
 * a ``ToolMessage`` gets the new ``content``;
 * an ``AIMessage`` gets the new ``content``, the new ``args`` of each call whose arguments were
   cleared, and loses ``additional_kwargs["reasoning_content"]`` when ``strip-text`` removed it.
+
+Cache breakpoints: when the model is an Anthropic one (``ChatAnthropic``), ``cache-breakpoint``
+puts ``cache_control`` on the item's last content part (a string content becomes one text part),
+which ChatAnthropic sends on the block (a tool message's, on its ``tool_result``); the
+breakpoints of the system message, of the tools (``cache_control`` in a tool dict or a tool's
+``extras``) and of the model settings (``AnthropicPromptCachingMiddleware``'s top-level one) are
+counted with the messages' own, so a request never holds more than Anthropic's 4.  List
+``AnthropicPromptCachingMiddleware`` before this middleware so that its breakpoints are seen.
+With any other model no breakpoint is written.
 
 Requires ``langchain>=1.0`` (``pip install 'rules-compact[langchain]'``).
 """
@@ -35,6 +46,7 @@ from typing import Any, Awaitable, Callable
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 
+from ..formats import OPENAI_CACHE_CONTROL, count_breakpoints
 from ._common import Hook, OnCompact, Rules, Translated
 
 __all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "translated", "compact_messages"]
@@ -107,6 +119,16 @@ def compact_messages(messages: list[BaseMessage], rules: Rules = None) -> list[B
     return translated(rules, lambda report: None)(messages)
 
 
+def _reads_cache_control(model: Any) -> bool:
+    """Whether the chat model sends ``cache_control`` on content blocks: an Anthropic model."""
+    return "anthropic" in str(getattr(model, "_llm_type", ""))
+
+
+def _tool_breakpoint(tool: Any) -> bool:
+    extras = tool if isinstance(tool, dict) else getattr(tool, "extras", None)
+    return isinstance(extras, dict) and bool(extras.get("cache_control"))
+
+
 class RulesCompactMiddleware(AgentMiddleware):
     """Apply rule files to the messages of every model call; the agent state keeps the originals.
 
@@ -122,7 +144,12 @@ class RulesCompactMiddleware(AgentMiddleware):
     def _request(self, request: ModelRequest) -> ModelRequest:
         if not request.messages:
             return request
-        return request.override(messages=self.compact(request.messages))
+        if not _reads_cache_control(request.model):
+            return request.override(messages=self.compact(request.messages))
+        system = request.system_message.content if request.system_message is not None else None
+        outside = count_breakpoints(system) + sum(1 for t in request.tools or () if _tool_breakpoint(t)) \
+            + count_breakpoints({"cache_control": (request.model_settings or {}).get("cache_control")})
+        return request.override(messages=self.compact(request.messages, OPENAI_CACHE_CONTROL, outside))
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse | AIMessage:

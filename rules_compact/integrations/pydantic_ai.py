@@ -27,7 +27,8 @@ the originals.
 The rules see pydantic-ai messages in the Anthropic Messages format, one dict per message:
 
 * a ``ModelRequest`` is a ``user`` message: a ``UserPromptPart`` is a text block (other user
-  content, such as images, an opaque block), a ``ToolReturnPart`` (or a legacy
+  content, such as images, an opaque block; a ``CachePoint`` an opaque block carrying
+  ``cache_control``, so that it counts as a breakpoint), a ``ToolReturnPart`` (or a legacy
   ``RetryPromptPart`` with a tool name) a ``tool_result`` block, with ``is_error`` for the
   outcomes ``failed`` / ``retried``; system prompts and every other part are opaque blocks
   (never changed, not counted);
@@ -44,15 +45,25 @@ use its stored copy of an item sent with its id), a removed text or thinking par
 and a strip marker becomes a new ``TextPart``.  Ids, tool-call ids, timestamps and every other
 field stay.
 
+Cache breakpoints: ``RulesCompactCapability``, when the request's model is an ``AnthropicModel``,
+sends a breakpoint that ``cache-breakpoint`` put on a tool result as a ``CachePoint`` in a
+``UserPromptPart`` right after its ``ToolReturnPart`` (AnthropicModel puts it on that
+``tool_result`` block), and counts the breakpoints its ``anthropic_cache*`` (or ``cache``)
+settings add with the messages' own, within Anthropic's limit of 4.  A breakpoint on an assistant
+turn is not sent (a ``ModelResponse`` holds no cache point), nor any with another model or
+through ``history_processor`` (``ProcessHistory`` writes the history back, so its cache points
+would pile up round after round).
+
 Requires ``pydantic-ai-slim`` (``pip install 'rules-compact[pydantic-ai]'``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Sequence
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
+from pydantic_ai.messages import CachePoint, ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from ._common import Hook, OnCompact, Rules, Translated
 
@@ -115,9 +126,14 @@ def _request_block(part: Any, i: int) -> list[dict]:
         content = part.content
         if isinstance(content, str):
             return [{"type": "text", "text": content, TAG: i}]
-        return [{"type": "text", "text": c, TAG: i} if isinstance(c, str) else _opaque("user-content", i)
-                for c in content]
+        return [{"type": "text", "text": c, TAG: i} if isinstance(c, str)
+                else {**_opaque("cache-point", i), "cache_control": _cache_control(c.ttl)} if isinstance(c, CachePoint)
+                else _opaque("user-content", i) for c in content]
     return [_opaque(kind or type(part).__name__, i)]
+
+
+def _cache_control(ttl: str) -> dict:
+    return {"type": "ephemeral", **({"ttl": ttl} if ttl != "5m" else {})}
 
 
 def _response_block(part: Any, i: int) -> dict:
@@ -155,18 +171,25 @@ def _changed_part(part: Any, block: dict, old: dict) -> Any:
     return part  # e.g. a cache_control marker, which pydantic-ai parts do not hold
 
 
-def from_anthropic(msg: ModelMessage, before: dict, after: dict) -> ModelMessage:
-    """``msg`` with what compaction changed between ``before`` and ``after`` (its dicts)."""
+def from_anthropic(msg: ModelMessage, before: dict, after: dict, cache_points: bool = False) -> ModelMessage:
+    """``msg`` with what compaction changed between ``before`` and ``after`` (its dicts); with
+    ``cache_points``, a breakpoint added to a tool result as a ``CachePoint`` after it."""
     if after is before:
         return msg
     parts = list(msg.parts)
     old_blocks = {b[TAG]: b for b in before["content"] if TAG in b}
     if isinstance(msg, ModelRequest):
-        new = list(parts)
+        new: list = [[part] for part in parts]
         for block in after["content"]:
             if TAG in block and block.get("type") == "tool_result":
-                new[block[TAG]] = _changed_part(parts[block[TAG]], block, old_blocks[block[TAG]])
-        return msg if all(a is b for a, b in zip(new, parts)) else dataclasses.replace(msg, parts=new)
+                old = old_blocks[block[TAG]]
+                new[block[TAG]][0] = _changed_part(parts[block[TAG]], block, old)
+                marker = block.get("cache_control")
+                if cache_points and marker and not old.get("cache_control"):
+                    new[block[TAG]].append(UserPromptPart(content=[CachePoint(ttl=marker.get("ttl", "5m"))]))
+        flat = [p for group in new for p in group]
+        return msg if len(flat) == len(parts) and all(a is b for a, b in zip(flat, parts)) \
+            else dataclasses.replace(msg, parts=flat)
     out: list[tuple[float, Any]] = []  # (position among the original parts, part)
     seen: set[int] = set()
     blocks = after["content"]
@@ -187,10 +210,12 @@ def from_anthropic(msg: ModelMessage, before: dict, after: dict) -> ModelMessage
     return dataclasses.replace(msg, parts=new_parts)
 
 
-def translated(rules: Rules = None, on_compact: OnCompact | None = None) -> Translated:
+def translated(rules: Rules = None, on_compact: OnCompact | None = None, cache_points: bool = False) -> Translated:
     """pydantic-ai messages -> their compacted copies, remembered between calls (see
-    Translated): unchanged messages are the same objects."""
-    return Translated(Hook(rules, on_compact, verify=False), "anthropic", to_anthropic, from_anthropic)
+    Translated): unchanged messages are the same objects.  ``cache_points``: send the breakpoints
+    ``cache-breakpoint`` puts on tool results as ``CachePoint`` parts (for AnthropicModel)."""
+    rebuild = functools.partial(from_anthropic, cache_points=True) if cache_points else from_anthropic
+    return Translated(Hook(rules, on_compact, verify=False), "anthropic", to_anthropic, rebuild)
 
 
 def compact_history(messages: Sequence[ModelMessage], rules: Rules = None) -> list[ModelMessage]:
@@ -210,6 +235,19 @@ def history_processor(rules: Rules = None, *, on_compact: OnCompact | None = Non
     return rules_compact_history
 
 
+ANTHROPIC_CACHE_SETTINGS = ("anthropic_cache_instructions", "anthropic_cache_tool_definitions", "anthropic_cache",
+                            "anthropic_cache_messages")
+
+
+def _settings_breakpoints(request_context: Any) -> int:
+    """The breakpoints AnthropicModel adds from its settings: one per ``anthropic_cache*`` setting,
+    or for the unified ``cache`` setting the instructions', the tools' and the conversation's."""
+    settings = {**(getattr(request_context.model, "settings", None) or {}), **(request_context.model_settings or {})}
+    if any(key in settings for key in ANTHROPIC_CACHE_SETTINGS):  # these win over the unified setting
+        return sum(1 for key in ANTHROPIC_CACHE_SETTINGS if settings.get(key))
+    return 3 if getattr(request_context.model_request_parameters, "cache", None) else 0
+
+
 def _capability_class():
     from pydantic_ai.capabilities import AbstractCapability
 
@@ -224,9 +262,16 @@ def _capability_class():
 
         def __post_init__(self):
             self._compact = translated(self.rules, self.on_compact)
+            self._compact_anthropic: Translated | None = None  # with cache points, made when first needed
 
         async def before_model_request(self, ctx, request_context):
-            messages = self._compact(request_context.messages)
+            if getattr(request_context.model, "system", None) != "anthropic":
+                messages = self._compact(request_context.messages)
+            else:
+                if self._compact_anthropic is None:
+                    self._compact_anthropic = translated(self.rules, self.on_compact, cache_points=True)
+                messages = self._compact_anthropic(request_context.messages,
+                                                   breakpoints_outside=_settings_breakpoints(request_context))
             return dataclasses.replace(request_context, messages=messages)
 
         @classmethod

@@ -14,7 +14,9 @@
 ``RequestCompactor(rules, on_compact=None, format=None)(request)`` returns a new dict: the
 request with its ``messages`` (Anthropic Messages or OpenAI Chat Completions, detected unless
 ``format`` says) or its ``input`` list (Responses API items) compacted, every other key the
-same.  Your ``messages`` are never mutated: keep them, and compact them again before the next
+same.  The cache breakpoints the request holds outside its messages (``cache_control`` on
+``system`` blocks, on ``tools`` and at the top level) are counted with the messages' own, so
+a ``cache-breakpoint`` rule never takes an Anthropic request past its limit of 4.  Your ``messages`` are never mutated: keep them, and compact them again before the next
 call.  ``on_compact(report)`` is called on every request; by default, requests that changed
 something are logged on the ``rules_compact.integrations`` logger.
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..formats import detect_format
+from ..formats import count_breakpoints, detect_format
 from ._common import Hook, OnCompact, Rules
 
 __all__ = ["RequestCompactor", "compact_request"]
@@ -46,7 +48,9 @@ class RequestCompactor:
         else:
             raise InputError("the request has no 'messages' list (Messages, Chat Completions) "
                              "and no 'input' list (Responses)")
-        result = self.compactor.run(request[key], fmt)
+        outside = count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
+            + count_breakpoints({"cache_control": request.get("cache_control")})
+        result = self.compactor.run(request[key], fmt, outside)
         return {**request, key: result.messages}
 
 

@@ -51,13 +51,16 @@ class MatcherKind:
 @dataclass(frozen=True)
 class ActionKind:
     """A named action: ``compile(options, ctx, path)`` returns an Action.  ``item_only``:
-    it edits nothing but the item's own message, so its decisions can be kept across calls."""
+    it edits nothing but the item's own message, so its decisions can be kept across calls.
+    ``reads_request``: what it does depends on the whole request (``editor.breakpoints()``),
+    so items are edited one by one in order, and its decisions are never kept."""
 
     name: str
     compile: Callable[[Any, "CompileContext", str], "Action"]
     description: str
     schema: dict | None = None
     item_only: bool = False
+    reads_request: bool = False
 
 
 Select = Callable[[list, "Facts"], list]

@@ -22,7 +22,7 @@ def utf8_len(text: str) -> int:
 
 def utf16_len(text: str) -> int:
     """UTF-16 code units, as JavaScript's ``length`` counts."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 @dataclass(frozen=True)

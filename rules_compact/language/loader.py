@@ -15,7 +15,7 @@ from .model import RuleSet
 from ..plugins.manager import registry
 from ..resources import bundled_rules, preset_names
 from .schema import extended_schema, rule_schema, schema_problems
-from .yamlsource import Marks, join_path, load_yaml, locate
+from .yamlsource import load_yaml
 
 __all__ = ["load_rules", "parse_rules", "check_rules"]
 

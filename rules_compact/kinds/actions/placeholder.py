@@ -54,10 +54,16 @@ def compile_placeholder(options, ctx, path) -> Action:
                 values = values or Variables(current, name, call_ids[index], estimate)
                 try:
                     values["summary"] = _summarize(spec, current, facts.links[index][0])
-                    set_text_at(index, summary.render(values), as_string)
-                    continue
                 except Exception as exc:  # a plugin's summarizer must never break compaction
                     notes[index] = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
+                else:
+                    new = summary.render(values)
+                    if (tokens := estimate(new)) > values["tokens"]:
+                        notes[index] = (f"left as it is: the summary placeholder ({tokens} tokens) is larger than the "
+                                        f"result ({values['tokens']})")
+                    else:
+                        set_text_at(index, new, as_string)
+                    continue
             if fixed is None:
                 fixed = template.render(values or Variables(current, name, call_ids[index], estimate))
             set_text_at(index, fixed, as_string)
@@ -85,7 +91,8 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                        'type': 'boolean',
                                        'description': "Use the tool's summarizer (declared by a plugin) when "
                                                       'it has one; falls back to the plain placeholder if it '
-                                                      'has none or it fails.'},
+                                                      'has none or it fails. A summary placeholder larger '
+                                                      'than the result leaves the result as it is.'},
                            'summary_text': {'default': '[Previous: used {tool_name}: {summary}]',
                                             'type': 'string',
                                             'description': 'Template for a summarized result; variables as '
@@ -95,9 +102,9 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                            'as_string': {'default': False,
                                          'type': 'boolean',
                                          'description': 'Write the placeholder as a plain string even when '
-                                                        'the content was a list of blocks (the originals do; '
-                                                        'a cache_control on an inner block is then '
-                                                        'lost).'}}}]}
+                                                        'the content was a list of blocks (the originals do); '
+                                                        'a cache_control on an inner block moves onto the '
+                                                        'tool_result block.'}}}]}
 
 KIND = ActionKind('placeholder', compile_placeholder,
                   "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}.",

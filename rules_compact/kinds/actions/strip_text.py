@@ -5,15 +5,20 @@ from __future__ import annotations
 from ..base import Action, ActionKind, with_defaults
 from ..estimators import utf16_len
 
+#: What strip-text writes when the text it removes is all a message holds and the rule gives no
+#: marker (or a blank one): a message is never left empty.
+DEFAULT_MARKER = "[text removed]"
+
 
 def compile_strip_text(options, ctx, path) -> Action:
     options = with_defaults(options, SCHEMA)
     patterns = [ctx.regex(p, f"{path}.keep_patterns[{i}]") for i, p in enumerate(options["keep_patterns"])]
     patterns = [p for p in patterns if p is not None]
     max_chars = options.get("keep_max_chars")
-    marker = options.get("marker")
-    if marker is not None:
-        ctx.recognise(marker.__eq__)
+    marker = options.get("marker") or None
+    if marker is not None and not marker.strip():
+        marker = None  # a blank marker removes without a trace: an empty text block is invalid
+    ctx.recognise((marker or DEFAULT_MARKER).__eq__)
     text_first, keep_thinking, keep_text = options["text_first"], options["keep_thinking"], options["keep_text"]
     tool_turns_only, drop_other = options["tool_turns_only"], options["drop_other_blocks"]
     length = utf16_len if options["length"] == "utf16" else len
@@ -31,14 +36,20 @@ def compile_strip_text(options, ctx, path) -> Action:
         scan = facts.scan
         if not scan.is_turn[index] or (tool_turns_only and not scan.calls[index]):
             return "strip-text applies to assistant turns" + (" with tool calls" if tool_turns_only else "")
-        msg = scan.msg[index]
-        latest = msg == scan.last_assistant
-        fmt = facts.fmt
-        new = fmt.strip_text(ed.message(msg), keep, marker, text_first and not latest,
-                             keep_thinking or latest, drop_other)
+        at = scan.msg[index]
+        latest = at == scan.last_assistant
+        fmt, msg = facts.fmt, ed.message(at)
+
+        def strip(marker: str | None) -> dict:
+            return fmt.strip_text(msg, keep, marker, text_first and not latest, keep_thinking or latest, drop_other)
+
+        new = strip(marker)
+        if marker is None and ((fmt.is_empty(new) and any(fmt.text_blocks(msg)))
+                               or fmt.breakpoints(new) < min(1, fmt.breakpoints(msg))):
+            new = strip(DEFAULT_MARKER)  # it removed all the text, or all that could carry a breakpoint
         if fmt.is_empty(new):
             return "left as it is: stripping would leave an empty message"
-        ed.replace(msg, new)
+        ed.replace(at, new)
         return "latest assistant turn: thinking kept" if latest else None
 
     return Action("strip-text", run=strip_text, kind=KIND)
@@ -53,7 +64,7 @@ SCHEMA = {'type': ['null', 'object'],
                                    'minimum': 0,
                                    'description': 'A text block of at most this many characters is kept.'},
                 'marker': {'type': 'string',
-                           'description': "Text put in place of what was removed, e.g. '[thinking removed]'.",
+                           'description': "Text put in place of what was removed, e.g. '[thinking removed]'. A blank one removes without a trace; when nothing else would be left of the message, the marker (by default '[text removed]') stands in.",
                            'maxLength': 2000},
                 'text_first': {'default': False,
                                'type': 'boolean',
@@ -67,12 +78,13 @@ SCHEMA = {'type': ['null', 'object'],
                 'tool_turns_only': {'default': True,
                                     'type': 'boolean',
                                     'description': 'Apply only to assistant turns that call tools (default '
-                                                   'true); false also strips final answers, never leaving a '
-                                                   'message empty.'},
+                                                   'true); false also strips final answers (a message is '
+                                                   'never left empty).'},
                 'drop_other_blocks': {'default': False,
                                       'type': 'boolean',
                                       'description': 'Also drop blocks that are neither text, thinking nor '
-                                                     'tool calls (images, for example).'},
+                                                     "tool calls (images, for example); a server tool's call "
+                                                     'and result blocks stay.'},
                 'length': {'default': 'chars',
                            'enum': ['chars', 'utf16'],
                            'description': 'How keep_max_chars measures: characters (default) or UTF-16 code '

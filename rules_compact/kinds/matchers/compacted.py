@@ -27,5 +27,5 @@ def compile_compacted(value, ctx, path):
 
 SCHEMA = {'type': 'boolean'}
 
-KIND = MatcherKind('compacted', compile_compacted, "The content already is one of this rule file's placeholders or markers, its variables matching anything.",
+KIND = MatcherKind('compacted', compile_compacted, "The content already is one of this rule file's placeholders or markers ('[text removed]' for a strip-text without one), its variables matching anything.",
                    SCHEMA, History.ITEM)

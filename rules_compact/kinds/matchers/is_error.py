@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import RESULT, TURN, History, MatcherKind, bool_matcher
+from ..base import TURN, History, MatcherKind, bool_matcher
 
 
 def compile_is_error(value, ctx, path):
