@@ -1,29 +1,37 @@
-"""``stats``, ``replay``, ``diff``: what rule sets do over conversations."""
+"""``stats``, ``replay``, ``diff``: what rule sets do over conversations (files, folders, globs).
+
+Each reads its inputs as a ``Corpus`` (a bad file is reported and skipped; the exit code is 2
+when any was) and computes one row per conversation (:mod:`rules_compact.rows`): ``--json``
+prints the rows as JSON Lines, otherwise they become a table."""
 
 from __future__ import annotations
 
-from ..analysis import conversation_stats, decision_changes
-from ..engine import compact
+import os
+
 from ..errors import InputError
-from ..formats import FORMATS
 from ..language.loader import load_rules
-from ..plot import plot_rounds
-from ..recall import References
-from ..replay import Replay, cold_rounds, parse_price, replay, round_starts
-from .inputs import add_format_option, add_rules_options, plugin_failures, read, rulesets
-from .output import OK, markdown, progress, ratio, share, table
+from ..plot import plot_rounds, pyplot_for
+from ..replay import cold_rounds, parse_price, round_starts
+from ..rows import (DiffRow, ReplayRow, StatsRow, diff_row, diff_total, replay_total, replays, stats_row,
+                    stats_total)
+from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, rulesets
+from .output import CHANGED, OK, count, markdown, print_json_line, progress, progress_done, ratio, share, table
 
 __all__ = ["register"]
+
+INPUTS_HELP = "conversation file, folder (its .json, .jsonl and .traj files) or glob; - for stdin"
+JSON_HELP = "one JSON object per conversation (JSON Lines; docs/json.md)"
 
 
 def register(add) -> None:
     p = add("stats", help="per conversation: tokens before and after, and what each rule saved")
-    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_rules_options(p)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_stats)
 
     p = add("replay", help="replay round by round: prompt tokens, cache hits and cost")
-    p.add_argument("input", metavar="INPUT")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_rules_options(p)
     p.add_argument("--compare", action="append", metavar="RULES", help="another rule set to compare; repeatable")
     p.add_argument("--price", default="anthropic", metavar="PRICE",
@@ -34,50 +42,51 @@ def register(add) -> None:
                    help="a round more than the price's cache lifetime after the previous one reads nothing from "
                         "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "
                         "expires")
-    p.add_argument("--plot", metavar="FILE", help="draw prompt tokens per round (.png or .svg; needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="draw prompt tokens per round (.png or .svg; needs matplotlib); with several "
+                        "conversations, one file each: NAME-1.png, NAME-2.png ...")
+    p.add_argument("--json", action="store_true", help="one JSON object per conversation and rule set "
+                                                       "(JSON Lines; docs/json.md)")
     p.set_defaults(func=cmd_replay)
 
     p = add("diff", help="items whose decision changes between two rule sets, and the cost impact")
     p.add_argument("old", metavar="OLD_RULES")
     p.add_argument("new", metavar="NEW_RULES")
-    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_format_option(p)
     p.add_argument("--output-format", dest="format_out", choices=["text", "markdown"], default="text",
                    help="text (default) or markdown, for a pull-request comment")
     p.add_argument("--price", default="anthropic", metavar="PRICE", help="as for replay")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--exit-code", action="store_true",
+                   help=f"exit {CHANGED} when any decision changes (for CI; 2 still means an input failed)")
     p.set_defaults(func=cmd_diff)
-
-
-def _conversations(path: str, fmt: str | None) -> list[tuple[str, list, str]]:
-    """``(name, messages, format)`` for each conversation in a file."""
-    return [(c.name, c.messages, f) for c, f in read(path, fmt)]
 
 
 def cmd_stats(args) -> int:
     sets = rulesets(args)
-    conversations = [c for path in args.inputs for c in _conversations(path, args.format)]
-    rows = [("conversation", "messages", "tool results", "tokens before", "tokens after", "saved", "saved by rule")]
-    totals = [0, 0, 0, 0]
-    for done, (name, messages, fmt) in enumerate(conversations, 1):
-        stats = conversation_stats(name, messages, sets, fmt)
-        before, after = stats.report.tokens_before, stats.report.tokens_after
-        shares = sorted(stats.saved_by_rule.items(), key=lambda kv: -kv[1])
-        by_rule = ", ".join(f"{rule} {saved / before:.0%}" for rule, saved in shares if before) or "-"
-        rows.append((name, str(stats.messages), str(stats.tool_results), f"{before:,}", f"{after:,}",
-                     share(before, after), by_rule))
-        for i, value in enumerate((stats.messages, stats.tool_results, before, after)):
-            totals[i] += value
-        progress(done, len(conversations), name)
-    rows.append((f"total ({len(conversations)})", str(totals[0]), str(totals[1]), f"{totals[2]:,}",
-                 f"{totals[3]:,}", share(totals[2], totals[3]), ""))
-    print(table(rows, right={1, 2, 3, 4, 5}))
-    return OK
+    corpus = Corpus(args.inputs, args.format)
+    rows: list[StatsRow] = []
+    for conv, fmt in corpus:
+        row = stats_row(conv.name, conv.messages, sets, fmt)
+        rows.append(row)
+        if args.json:
+            print_json_line(row.to_dict())
+        progress(len(rows), conv.name)
+    progress_done(len(rows))
+    if not args.json and rows:
+        print(table([("conversation", "messages", "tool results", "tokens before", "tokens after", "saved",
+                      "saved by rule")] + [_stats_cells(r) for r in rows + [stats_total(rows)]],
+                    right={1, 2, 3, 4, 5}))
+    return corpus.finish()
 
 
-def _replays(messages: list, fmt: str, sets: list[tuple[str, list]], price) -> list[Replay]:
-    """One replay per rule set, sharing the conversation's references."""
-    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-    return [replay(messages, rules, fmt, price, label, references=references) for label, rules in sets]
+def _stats_cells(row: StatsRow) -> tuple[str, ...]:
+    shares = sorted(row.saved_by_rule.items(), key=lambda kv: -kv[1])
+    by_rule = ", ".join(f"{rule} {saved / row.tokens_before:.0%}" for rule, saved in shares
+                        if row.tokens_before) or "-"
+    return (row.conversation, f"{row.messages:,}", f"{row.tool_results:,}", f"{row.tokens_before:,}",
+            f"{row.tokens_after:,}", share(row.tokens_before, row.tokens_after), by_rule)
 
 
 def _lifetime(seconds: float | None) -> str:
@@ -89,78 +98,98 @@ def _lifetime(seconds: float | None) -> str:
     return f"{seconds:g}s"
 
 
+def _replay_table(rows: list[ReplayRow]) -> str:
+    base = rows[0]
+    header = ("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
+              "vs none", "recall")
+    return table([header] + [
+        (r.rule_set, f"{r.rounds:,}", f"{r.prompt_tokens:,}", ratio(r.prompt_tokens, base.prompt_tokens),
+         f"{r.cached_tokens:,}", ratio(r.cached_tokens, r.prompt_tokens), f"{r.cost:,.0f}",
+         ratio(r.cost, base.cost), f"{r.recall:.3f}") for r in rows], right=set(range(1, 9)))
+
+
+def _plot_path(path: str, index: int) -> str:
+    """``--plot`` FILE for the conversation numbered ``index`` (from 1) when there are several."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}-{index}{ext}"
+
+
 def cmd_replay(args) -> int:
     plugin_failures(args)
     price = parse_price(args.price)
     if args.cache_expiry and price.lifetime is None:
         raise InputError(f"--cache-expiry: the price {args.price!r} has no cache lifetime; "
                          "give one as CACHED,UNCACHED,LIFETIME or use a profile")
+    if args.plot:
+        pyplot_for(args.plot)
     primary = args.rules or ["default"]  # as in apply: the bundled default unless -r says otherwise
     sets = [("none", None), (" + ".join(primary), [load_rules(r) for r in primary])]
     sets += [(name, [load_rules(name)]) for name in args.compare or []]
-    for conv, fmt in read(args.input, args.format):
+    corpus = Corpus(args.inputs, args.format)
+    rows: list[ReplayRow] = []
+    plots: list[tuple[str, list]] = []
+    for conv, fmt in corpus:
         name, messages = conv.name, conv.messages
-        results = _replays(messages, fmt, sets, price)
+        cold = None
         cache = "cache never expires"
         if args.cache_expiry:
             cold = cold_rounds(conv.timestamps, round_starts(messages, fmt), price.lifetime)
-            results = [r.expire(cold) for r in results]
             cache = (f"cache expires after {_lifetime(price.lifetime)}: {sum(cold)} rounds found it expired"
                      if conv.timestamps is not None else "no timestamps in this log: cache never expires")
-        base = results[0]
-        rows = [("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
-                 "vs none", "recall")]
-        for r in results:
-            rows.append((r.label, str(r.rounds), f"{r.total_prompt:,}", ratio(r.total_prompt, base.total_prompt),
-                         f"{r.total_cached:,}", ratio(r.total_cached, r.total_prompt), f"{r.cost:,.0f}",
-                         ratio(r.cost, base.cost), f"{r.recall:.3f}"))
-        print(f"{name}: replayed {base.rounds} rounds; prices: cached {price.cached}, uncached {price.uncached} "
-              f"({price.name}); {cache}; recall: {sum(base.referenced):,} references")
-        print(table(rows, right={1, 2, 3, 4, 5, 6, 7, 8}))
+        results = replays(messages, fmt, sets, price, cold)
+        mine = [ReplayRow.of(name, r, cold) for r in results]
+        rows += mine
         if args.plot:
-            plot_rounds(results, args.plot, title=name)
-    return OK
+            plots.append((name, results))
+        if args.json:
+            for row in mine:
+                print_json_line(row.to_dict())
+            continue
+        print(("\n" if len(rows) > len(mine) else "")
+              + f"{name}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
+              f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references")
+        print(_replay_table(mine))
+    if not args.json and len(rows) > len(sets):
+        print(f"\ntotal: {count(len(rows) // len(sets), 'conversation')}")
+        print(_replay_table(replay_total(rows)))
+    for index, (name, results) in enumerate(plots, 1):
+        plot_rounds(results, args.plot if len(plots) == 1 else _plot_path(args.plot, index), title=name)
+    return corpus.finish()
 
 
 def cmd_diff(args) -> int:
     plugin_failures(args)
     old, new = load_rules(args.old), load_rules(args.new)
     price = parse_price(args.price)
+    corpus = Corpus(args.inputs, args.format)
+    rows: list[DiffRow] = []
+    for conv, fmt in corpus:
+        rows.append(diff_row(conv.name, conv.messages, fmt, old, new, price))
+        if args.json:
+            print_json_line(rows[-1].to_dict())
+    if not args.json and corpus.files:
+        print("\n".join(_diff_text(args, rows)))
+    changed = any(row.changes for row in rows)
+    return corpus.finish(CHANGED if args.exit_code and changed else OK)
+
+
+def _diff_summary(row: DiffRow) -> str:
+    return (f"tokens after {row.tokens_after_old:,} -> {row.tokens_after_new:,}; replay cost {row.cost_old:,.0f} "
+            f"-> {row.cost_new:,.0f} ({ratio(row.cost_new, row.cost_old)}x); recall {row.recall_old:.3f} -> "
+            f"{row.recall_new:.3f}")
+
+
+def _diff_text(args, rows: list[DiffRow]) -> list[str]:
     md = args.format_out == "markdown"
     out = [f"## rules-compact diff: `{args.old}` → `{args.new}`" if md else f"diff {args.old} -> {args.new}"]
-    totals = [0, 0, 0.0, 0.0]
-    referenced = kept_old = kept_new = 0
-    for path in args.inputs:
-        for name, messages, fmt in _conversations(path, args.format):
-            before = compact(messages, [old], format=fmt).report
-            after = compact(messages, [new], format=fmt).report
-            changes = decision_changes(before, after)
-            costs = _replays(messages, fmt, [("old", [old]), ("new", [new])], price)
-            totals[0] += before.tokens_after
-            totals[1] += after.tokens_after
-            totals[2] += costs[0].cost
-            totals[3] += costs[1].cost
-            referenced += sum(costs[0].referenced)
-            kept_old += sum(costs[0].kept)
-            kept_new += sum(costs[1].kept)
-            rows = [("item", "msg", "role", "tool", "old", "new")] + [
-                (str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new) for c in changes]
-            out.append("")
-            out.append(f"### {name}" if md else f"{name}:")
-            out.append(f"{len(changes)} decisions change; tokens after {before.tokens_after:,} -> "
-                       f"{after.tokens_after:,}; replay cost {costs[0].cost:,.0f} -> {costs[1].cost:,.0f} "
-                       f"({ratio(costs[1].cost, costs[0].cost)}x); recall {costs[0].recall:.3f} -> "
-                       f"{costs[1].recall:.3f}")
-            if changes:
-                out.append("")
-                out.append(markdown(rows) if md else table(rows, right={0, 1}))
-    out.append("")
-    out.append(f"{'**Total**' if md else 'total'}: tokens after {totals[0]:,} -> {totals[1]:,}; "
-               f"replay cost {totals[2]:,.0f} -> {totals[3]:,.0f} ({ratio(totals[3], totals[2])}x); "
-               f"recall {_recall(kept_old, referenced)} -> {_recall(kept_new, referenced)}")
-    print("\n".join(out))
-    return OK
-
-
-def _recall(kept: int, referenced: int) -> str:
-    return f"{kept / referenced if referenced else 1.0:.3f}"
+    for row in rows:
+        out += ["", f"### {row.conversation}" if md else f"{row.conversation}:",
+                f"{len(row.changes):,} decisions change; {_diff_summary(row)}"]
+        if row.changes:
+            cells = [("item", "msg", "role", "tool", "old", "new")] + [
+                (str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new) for c in row.changes]
+            out += ["", markdown(cells) if md else table(cells, right={0, 1})]
+    total = diff_total(rows)
+    out += ["", f"{'**Total**' if md else 'total'}: {len(total.changes):,} decisions change in "
+                f"{count(len(rows), 'conversation')}; {_diff_summary(total)}"]
+    return out

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from ..documents import dump_json
+from ..documents import dump_json_line
 
 __all__ = ["PROG", "OK", "INVALID_RULES", "CHANGED", "USAGE", "BAD_INPUT", "OVER_BUDGET", "warn", "table",
-           "markdown", "share", "ratio", "print_json", "progress"]
+           "markdown", "count", "share", "ratio", "print_json_line", "progress", "progress_done"]
 
 PROG = "rules-compact"
 
@@ -38,6 +38,11 @@ def markdown(rows) -> str:
     return "\n".join(lines)
 
 
+def count(n: int, noun: str) -> str:
+    """``1 conversation``, ``2,000 conversations``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def share(before: int, after: int) -> str:
     """What share of ``before`` is gone: ``57.5%``."""
     return f"{(before - after) / before:.1%}" if before else "-"
@@ -47,16 +52,17 @@ def ratio(value: float, base: float) -> str:
     return f"{value / base:.3f}" if base else "-"
 
 
-def print_json(data) -> None:
-    sys.stdout.write(dump_json(data))
+def print_json_line(data) -> None:
+    """One JSON Lines record on stdout (what ``--json`` prints)."""
+    sys.stdout.write(dump_json_line(data))
 
 
-def progress(done: int, total: int, name: str) -> None:
-    """A progress bar on stderr, when it is a terminal and there is more than one conversation."""
-    if total > 1 and sys.stderr.isatty():
-        width = 30
-        filled = width * done // total
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[-40:]:<40}", end="",
-              file=sys.stderr, flush=True)
-        if done == total:
-            print(file=sys.stderr)
+def progress(done: int, name: str) -> None:
+    """A progress line on stderr, when it is a terminal: conversations done, the last one's name."""
+    if sys.stderr.isatty():
+        print(f"\r{done:,} conversations  {name[-50:]:<50}", end="", file=sys.stderr, flush=True)
+
+
+def progress_done(done: int) -> None:
+    if done and sys.stderr.isatty():
+        print(file=sys.stderr)
