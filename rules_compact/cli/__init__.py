@@ -32,13 +32,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _global_options(default) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name (``default``: SUPPRESS after
+    it, so that a subcommand without them keeps what was given before it)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--strict", action="store_true", default=default,
+                         help="a plugin that fails to load is an error; validate: warn about unknown tools")
+    return options
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
+    parser = _Parser(prog=PROG, description="Compact LLM agent conversations with YAML rules.",
+                     parents=[_global_options(False)])
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("--strict", action="store_true", help="a plugin that fails to load is an error")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    after = _global_options(argparse.SUPPRESS)
+
+    def add(name: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[after], **kwargs)
+
     for module in COMMANDS:
-        module.register(sub.add_parser)
+        module.register(add)
     return parser
 
 
