@@ -34,6 +34,7 @@ ARGV = {
     "explain": ["explain", str(TRACE)],
     "audit": ["audit", str(TRACE)],
     "tools": ["tools", "-r", "TOOLS"],
+    "presets": ["presets"],
 }
 
 TOOLS = """\

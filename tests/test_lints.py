@@ -202,3 +202,30 @@ def test_strict_before_or_after_the_subcommand(capsys, tmp_path, argv):
     path = write(tmp_path, TOOLS)
     rc, out, _ = run(capsys, *argv, path)
     assert rc == 0 and "(unknown-tool)" in out
+
+
+# --- presets --------------------------------------------------------------------------------------
+
+
+def test_presets_lists_every_preset_with_its_source_and_parameters(capsys):
+    rc, out, err = run(capsys, "presets")
+    assert rc == 0 and err == ""
+    blocks = out.strip().split("\n\n")
+    assert [b.split(":", 2)[0] + ":" + b.split(":", 2)[1] for b in blocks] == [f"preset:{p}" for p in preset_names()]
+    by_name = {b.split(":", 2)[1]: b for b in blocks}
+    assert by_name["observation-masking"].splitlines() == [
+        "preset:observation-masking: Reproduces SWE-agent's LastNObservations(n=10) history processor",
+        "    6 rules; age tool_results ≥ 10"]
+    assert by_name["anthropic-clear-tool-uses"].splitlines()[1] == (
+        "    2 rules; trigger: tokens > 100,000; age tool_calls ≥ 3; estimator: utf16_4")
+    assert "min_cleared_tokens: 20,001" in by_name["opencode-prune"]
+
+
+def test_a_preset_name_without_preset_prefix_says_how_to_name_it(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.json").write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    rc, out, err = run(capsys, "apply", "c.json", "-r", "keep-recent-results")
+    assert (rc, out) == (2, "")
+    assert err == "rules-compact: error: keep-recent-results: no such rule file; the preset is preset:keep-recent-results\n"
+    (tmp_path / "keep-recent-results").write_text("version: 1\nname: mine\nrules: []\n", encoding="utf-8")
+    assert run(capsys, "apply", "c.json", "-r", "keep-recent-results")[0] == 0  # a file of that name wins

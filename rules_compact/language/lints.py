@@ -19,7 +19,7 @@ from .loader import parse_rules, read_source
 from .model import GLOB_CHARS, Rule, RuleSet
 from .yamlsource import Marks, join_path, load_yaml, locate
 
-__all__ = ["Lint", "LINTS", "lint_rules"]
+__all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers"]
 
 BOUND_KEYS = ("gt", "gte", "lt", "lte")
 KIND_NAMES = {RESULT: "tool results", TURN: "assistant turns"}
@@ -110,24 +110,24 @@ def action_never_applies(f: LintedFile) -> Iterator[Lint]:
                                f"reaches only {_what(reached)}{why}", "action-never-applies")
 
 
-def _bounded(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
+def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
     """``(path, kind, options)`` of every matcher inside ``spec`` whose options hold bounds."""
     if isinstance(spec, list):
         for i, sub in enumerate(spec):
-            yield from _bounded(sub, join_path(path, i))
+            yield from bounded_matchers(sub, join_path(path, i))
     elif isinstance(spec, dict):
         for key, value in spec.items():
             sub = join_path(path, key)
             if isinstance(value, dict) and any(k in value for k in BOUND_KEYS):
                 yield sub, key, value
             if isinstance(value, (dict, list)):
-                yield from _bounded(value, sub)
+                yield from bounded_matchers(value, sub)
 
 
 def empty_range(f: LintedFile) -> Iterator[Lint]:
     """``size: {gt: 1000, lt: 100}``: bounds that no number meets."""
     for path, raw, _ in f.own_rules():
-        for at, kind, options in _bounded(raw.get("match"), f"{path}.match"):
+        for at, kind, options in bounded_matchers(raw.get("match"), f"{path}.match"):
             low, high = bounds(options)
             if low > high:
                 given = ", ".join(f"{k}: {options[k]}" for k in BOUND_KEYS if k in options)
