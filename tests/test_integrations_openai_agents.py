@@ -154,7 +154,7 @@ def test_rebuilt_items_each_call():
         passed = copy.deepcopy(items[:end])
         if end == 65:  # an earlier item differs in this call only
             passed[4]["output"] = "short"
-        out = compact_round(passed)
+        out = compact_round(passed)[0]
         assert out == compact(copy.deepcopy(passed), "default", format="responses").messages
         assert all(after is item or after != item for after, item in zip(out, passed))
     assert sum(after != item for after, item in zip(out, passed)) > 20

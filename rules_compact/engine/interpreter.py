@@ -408,7 +408,7 @@ def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:
         tokens, chars = given.measure()
         return sum(tokens), sum(tokens), sum(chars), sum(chars)
 
-    return PassReport(ran=False, reason=why, totals=totals, **_base(ruleset))
+    return PassReport(ran=False, reason=why, totals=totals, boundary=0 if ruleset.step else None, **_base(ruleset))
 
 
 def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list) -> PassReport:
@@ -435,7 +435,7 @@ def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: li
         return made + after, tuple(i for i in whole.results if whole.orphans[i]), dangling
 
     return PassReport(ran=True, reason=_reason(ruleset, boundary), changed=decided.changed, gate=decided.gate,
-                      totals=totals, details=details, **_base(ruleset))
+                      boundary=boundary if ruleset.step else None, totals=totals, details=details, **_base(ruleset))
 
 
 def _measurer(fmt: Format, ruleset: RuleSet):

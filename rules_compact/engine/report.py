@@ -57,6 +57,7 @@ class PassReport:
     gate: str | None = None
     over_budget_tokens: int | None = None
     idempotent: bool = True
+    boundary: int | None = None  # with a step: how many leading messages the rules decided on
     totals: Callable[[], Totals] = field(default=lambda: (0, 0, 0, 0), repr=False, compare=False)
     details: Callable[[], Details] | None = field(default=None, repr=False, compare=False)
 
