@@ -305,3 +305,23 @@ def test_the_note_is_in_the_system_message_once_something_was_cleared():
     assert [c[0].content for c in calls] == ["You read files."] * 2 + [f"You read files.\n\n{MODEL_NOTE}"] * 2
     _, calls = run_agent(RulesCompactMiddleware(rules=RULES, on_compact=lambda r: None))
     assert [c[0].content for c in calls] == ["You read files."] * 4
+
+
+def _outside_the_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_offload_compacts_outside_the_event_loop_with_the_same_result():
+    inside, outside = [], []
+    _, plain = run_agent(RulesCompactMiddleware(rules=RULES, on_compact=lambda r: inside.append(_outside_the_loop())),
+                         use_async=True)
+    _, offloaded = run_agent(RulesCompactMiddleware(rules=RULES, offload=True,
+                                                    on_compact=lambda r: outside.append(_outside_the_loop())),
+                             use_async=True)
+    assert inside == [False] * 4 and outside == [True] * 4
+    assert [[(type(m), m.content) for m in call] for call in offloaded] == \
+        [[(type(m), m.content) for m in call] for call in plain]

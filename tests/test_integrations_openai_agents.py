@@ -230,3 +230,24 @@ def test_the_note_is_in_the_instructions_once_something_was_cleared():
     _, calls = run(input_filter(RULES, note=True, on_compact=lambda r: None))
     assert [c.system_instructions for c in calls] == \
         ["You read files."] * 2 + [f"You read files.\n\n{MODEL_NOTE}"] * 2
+
+
+def test_offload_compacts_outside_the_event_loop_in_the_same_trace(agents_trace):
+    import asyncio
+
+    def outside_the_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return True
+        return False
+
+    where = []
+    filter_ = input_filter(RULES, offload=True, on_compact=lambda report: where.append(outside_the_loop()))
+    _, calls = run_traced(filter_)
+    _, plain = run(input_filter(RULES, on_compact=lambda r: None))
+    assert where == [True] * 4
+    assert [c.input for c in calls] == [c.input for c in plain]
+    spans = [s for s in agents_trace.spans if s.span_data.type == "custom" and s.span_data.name == "rules-compact"]
+    [trace] = agents_trace.traces
+    assert len(spans) == 4 and {s.trace_id for s in spans} == {trace.trace_id}

@@ -3,6 +3,7 @@ through several tool rounds."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -194,9 +195,11 @@ def test_rounds_notice_edits_to_parts():
 
 
 @pytest.mark.skipif(RulesCompactCapability is None, reason="pydantic-ai without capabilities")
-def test_compaction_spans_sit_in_the_instrumented_run():
+@pytest.mark.parametrize("offload", [False, True], ids=["in-the-loop", "offload"])
+def test_compaction_spans_sit_in_the_instrumented_run(offload):
     """With the agent instrumented (what Logfire's instrument_pydantic_ai does), each request's
-    compaction is a span of the run's own tracer, in the run's trace."""
+    compaction is a span of the run's own tracer, in the run's trace; also when it runs in a
+    worker thread (offload), outside the event loop."""
     sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is in the test extra")
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -207,8 +210,17 @@ def test_compaction_spans_sit_in_the_instrumented_run():
     exporter, provider = InMemorySpanExporter(), sdk.TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     seen = []
-    agent = make_agent(Script(), capabilities=[RulesCompactCapability(RULES, name="compact-old",
-                                                                      on_compact=lambda r, w: seen.append(w))])
+    loops = []
+
+    def on_compact(report, where):
+        seen.append(where)
+        try:
+            loops.append(asyncio.get_running_loop() is not None)
+        except RuntimeError:
+            loops.append(False)
+
+    agent = make_agent(Script(), capabilities=[RulesCompactCapability(RULES, name="compact-old", offload=offload,
+                                                                      on_compact=on_compact)])
     agent.instrument = InstrumentationSettings(tracer_provider=provider)
     result = agent.run_sync("read the three files", conversation_id="conv-9")
     spans = exporter.get_finished_spans()
@@ -221,6 +233,7 @@ def test_compaction_spans_sit_in_the_instrumented_run():
     assert last["gen_ai.conversation.id"] == "conv-9" and last["rules_compact.run_id"] == result.run_id
     assert last["rules_compact.changed.clear-old"] == 2 and last["rules_compact.changed.strip-old-turns"] == 2
     assert [w.thread_id for w in seen] == ["conv-9"] * 4
+    assert loops == [not offload] * 4
 
 
 @pytest.mark.skipif(RulesCompactCapability is None, reason="pydantic-ai without capabilities")

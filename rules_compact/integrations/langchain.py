@@ -52,6 +52,7 @@ Requires ``langchain>=1.0`` (``pip install 'rules-compact[langchain]'``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Awaitable, Callable
 
@@ -176,12 +177,13 @@ class RulesCompactMiddleware(AgentMiddleware):
     :class:`~rules_compact.integrations.tracing.Compaction`: name, thread, run, session); by
     default, calls that changed something are logged on the ``rules_compact.integrations``
     logger.  ``name``: the middleware's name in the agent (default ``RulesCompactMiddleware``;
-    give each instance its own).  ``note``: see the module."""
+    give each instance its own).  ``note``: see the module.  ``offload``: in ``ainvoke``, compact
+    in a worker thread (``asyncio.to_thread``) so that the event loop keeps running meanwhile."""
 
     def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None,
-                 name: str = "RulesCompactMiddleware", note: bool | str = False):
+                 name: str = "RulesCompactMiddleware", note: bool | str = False, offload: bool = False):
         super().__init__()
-        self._name = name
+        self._name, self.offload = name, offload
         self.compact = translated(rules, on_compact, name=name, note=note)
         self.session = self.compact.hook.session
 
@@ -216,4 +218,5 @@ class RulesCompactMiddleware(AgentMiddleware):
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
                                ) -> ModelResponse | AIMessage:
-        return await handler(self._request(request))
+        return await handler(await asyncio.to_thread(self._request, request) if self.offload
+                             else self._request(request))

@@ -36,6 +36,7 @@ imports it only for the return type, when the filter first runs.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -71,7 +72,7 @@ def compact_items(items: list, rules: Rules = None) -> list:
 
 
 def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None, name: str = "rules-compact",
-                 note: bool | str = False):
+                 note: bool | str = False, offload: bool = False):
     """A ``call_model_input_filter`` applying ``rules`` (a RuleSet, a path, ``default``,
     ``preset:NAME``, YAML text, or a list of them), loaded once.  ``on_compact(report)`` (or
     ``on_compact(report, compaction)``) is called on every model call; by default, calls that
@@ -99,5 +100,9 @@ def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None, na
             instructions = noted(instructions, note_text) if isinstance(instructions, str) else note_text
         return ModelInputData(input=out, instructions=instructions)
 
-    rules_compact_input_filter.session = hook.session  # type: ignore[attr-defined]
-    return rules_compact_input_filter
+    async def rules_compact_input_filter_offloaded(data: Any):
+        return await asyncio.to_thread(rules_compact_input_filter, data)
+
+    chosen = rules_compact_input_filter_offloaded if offload else rules_compact_input_filter
+    chosen.session = hook.session  # type: ignore[attr-defined]
+    return chosen

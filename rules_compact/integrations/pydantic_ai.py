@@ -71,6 +71,7 @@ Requires ``pydantic-ai-slim`` (``pip install 'rules-compact[pydantic-ai]'``).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 from typing import Any, Sequence
@@ -286,12 +287,16 @@ def _capability_class():
     class RulesCompactCapability(AbstractCapability[Any]):
         """Compact the messages of every model request; the run's history keeps the originals.
 
-        ``rules`` as for :func:`history_processor`; ``on_compact(report)`` on every request."""
+        ``rules`` as for :func:`history_processor`; ``on_compact(report)`` (or ``on_compact(report,
+        compaction)``) on every request; ``name`` in spans and callbacks; ``note``: see the
+        module; ``offload``: compact in a worker thread (``asyncio.to_thread``) so that the event
+        loop keeps running meanwhile."""
 
         rules: Any = None
         on_compact: OnCompact | None = None
         name: str = "rules-compact"
         note: bool | str = False
+        offload: bool = False
 
         def __post_init__(self):
             self._hook = Hook(self.rules, self.on_compact, verify=False, integration="pydantic-ai",
@@ -302,12 +307,17 @@ def _capability_class():
 
         @classmethod
         def from_spec(cls, rules: str | list[str] | None = None, *, name: str = "rules-compact",
-                      note: bool | str = False):
+                      note: bool | str = False, offload: bool = False):
             """From an agent spec: ``rules`` a rule name (``default``, ``preset:NAME``), a path or
             YAML text, or a list of them; the default callback logs what was cleared."""
-            return cls(rules=rules, name=name, note=note)
+            return cls(rules=rules, name=name, note=note, offload=offload)
 
         async def before_model_request(self, ctx, request_context):
+            if self.offload:
+                return await asyncio.to_thread(self._compacted, ctx, request_context)
+            return self._compacted(ctx, request_context)
+
+        def _compacted(self, ctx, request_context):
             run = _run(ctx)
             if getattr(request_context.model, "system", None) != "anthropic":
                 messages, result, _ = self._compact.compact(request_context.messages, **run)

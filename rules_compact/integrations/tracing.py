@@ -94,9 +94,8 @@ def attributes(report: Report, where: Compaction) -> dict[str, Any]:
     per_rule: dict[str, int] = {}
     if report.items_changed:
         for p in report.passes:
-            for d in p.decisions:
-                if d.changed and d.rule:
-                    per_rule[d.rule] = per_rule.get(d.rule, 0) + 1
+            for rule, n in p.changed_by_rule().items():
+                per_rule[rule] = per_rule.get(rule, 0) + n
     out: dict[str, Any] = {
         "rules_compact.integration": where.integration,
         "rules_compact.name": where.name,
