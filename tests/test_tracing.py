@@ -142,3 +142,18 @@ def test_a_span_per_compaction_with_the_global_tracer(otel_spans):
     assert [s.attributes["rules_compact.boundary_moved"] for s in spans] == [False, False, False, True, False]
     assert all(s.attributes["gen_ai.conversation.id"] == "t" for s in spans)
     assert spans[-1].attributes["rules_compact.session"] == "cleared 2 items (2.0k tokens) this session; 1 boundary move"
+
+
+@pytest.mark.parametrize("rules", [RULES, STEPPED, "default"], ids=["plain", "stepped", "default"])
+def test_changed_by_rule_agrees_with_the_decisions(rules):
+    """The span's per-rule counts (read from what was decided) are the report's decisions'."""
+    from rules_compact import Compactor
+
+    compactor, history = Compactor(rules), conversation(12)
+    for end in range(3, len(history) + 1, 2):
+        for p in compactor(history[:end], format="openai").report.passes:
+            counted: dict[str, int] = {}
+            for d in p.decisions:
+                if d.changed and d.rule:
+                    counted[d.rule] = counted.get(d.rule, 0) + 1
+            assert p.changed_by_rule() == counted

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..engine.report import Report
@@ -31,48 +31,64 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-@dataclass
 class Session:
     """One conversation's compactions so far, for a host to show its user (``str(session)``):
     ``cleared 33 items (140k tokens) this session; 2 boundary moves``.
 
     When the host keeps the original history and the model gets a compacted copy (every
     integration but ``history_processor``), what is cleared is what the latest compaction
-    cleared; when the compacted history is written back, an item is cleared once, so the
-    compactions' counts add up.  A boundary move is a compaction whose stepped rule set decided
-    another number of leading messages than the previous one did (it reached its next step),
-    which rewrites the prompt prefix a provider had cached."""
+    cleared (its tokens measured when read); when the compacted history is written back, an
+    item is cleared once, so the compactions' counts add up.  A boundary move is a compaction
+    whose stepped rule set decided another number of leading messages than the previous one
+    did (it reached its next step), which rewrites the prompt prefix a provider had cached."""
 
-    written_back: bool = False
-    compactions: int = 0
-    items_cleared: int = 0
-    tokens_saved: int = 0
-    boundary_moves: int = 0
-    boundaries: tuple = ()  # the previous compaction's PassReport.boundary per pass
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    def __init__(self, written_back: bool = False):
+        self.written_back = written_back
+        self.compactions = 0
+        self.boundary_moves = 0
+        self._boundaries: tuple = ()  # the previous compaction's PassReport.boundary per pass
+        self._latest: Report | None = None  # kept only while nothing is written back
+        self._items = self._tokens = 0  # what was written back, added up
+        self._lock = threading.Lock()
 
     def add(self, report: Report) -> bool:
         """Count one compaction in; whether its step boundary moved."""
         boundaries = tuple(p.boundary for p in report.passes)
-        saved = report.tokens_before - report.tokens_after if report.items_changed else 0
+        saved = report.tokens_before - report.tokens_after if self.written_back and report.items_changed else 0
         with self._lock:
-            previous = self.boundaries or (0,) * len(boundaries)
+            previous = self._boundaries or (0,) * len(boundaries)
             moved = len(previous) == len(boundaries) and any(
                 b is not None and b != (a or 0) for a, b in zip(previous, boundaries))
             self.compactions += 1
             self.boundary_moves += moved
-            self.boundaries = boundaries
+            self._boundaries = boundaries
             if self.written_back:
-                self.items_cleared += report.items_changed
-                self.tokens_saved += saved
+                self._items += report.items_changed
+                self._tokens += saved
             else:
-                self.items_cleared, self.tokens_saved = report.items_changed, saved
+                self._latest = report
         return moved
 
+    @property
+    def items_cleared(self) -> int:
+        latest = self._latest
+        return self._items if latest is None else latest.items_changed
+
+    @property
+    def tokens_saved(self) -> int:
+        latest = self._latest
+        if latest is None:
+            return self._tokens
+        return latest.tokens_before - latest.tokens_after if latest.items_changed else 0
+
     def __str__(self) -> str:
-        cleared = (f"cleared {_plural(self.items_cleared, 'item')} ({tokens_text(self.tokens_saved)} tokens)"
-                   if self.items_cleared else "nothing cleared")
+        items = self.items_cleared
+        cleared = (f"cleared {_plural(items, 'item')} ({tokens_text(self.tokens_saved)} tokens)"
+                   if items else "nothing cleared")
         return f"{cleared} this session; {_plural(self.boundary_moves, 'boundary move')}"
+
+    def __repr__(self) -> str:
+        return f"<Session: {self}>"
 
 
 @dataclass(frozen=True)
