@@ -157,3 +157,11 @@ def test_changed_by_rule_agrees_with_the_decisions(rules):
                 if d.changed and d.rule:
                     counted[d.rule] = counted.get(d.rule, 0) + 1
             assert p.changed_by_rule() == counted
+
+
+def test_the_documented_note_is_the_note():
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "integrations.md").read_text(encoding="utf-8")
+    quoted = re.search(r"\n((?:> .*\n)+)", doc).group(1)
+    assert " ".join(line[2:].strip() for line in quoted.splitlines()) == MODEL_NOTE
