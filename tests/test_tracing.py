@@ -165,3 +165,14 @@ def test_the_documented_note_is_the_note():
     doc = (Path(__file__).parent.parent / "docs" / "integrations.md").read_text(encoding="utf-8")
     quoted = re.search(r"\n((?:> .*\n)+)", doc).group(1)
     assert " ".join(line[2:].strip() for line in quoted.splitlines()) == MODEL_NOTE
+
+
+def test_only_the_latest_conversation_is_held():
+    """A server's many threads: each session keeps its numbers, only the latest one its report
+    (and with it that conversation's messages)."""
+    compactor = RequestCompactor(RULES, on_compact=lambda r: None)
+    loop(compactor, 6, thread_id="a")
+    kept = str(compactor.session("a"))
+    loop(compactor, 3, thread_id="b")
+    assert compactor.session("a")._latest is None and compactor.session("b")._latest is not None
+    assert str(compactor.session("a")) == kept and kept.startswith("cleared 4 items (")

@@ -96,6 +96,7 @@ class Hook:
         self.integration, self.name, self.written_back = integration, name, written_back
         self.note = MODEL_NOTE if note is True else (note or None)
         self._sessions: dict[str | None, Session] = {}
+        self._current: Session | None = None  # the session of the latest call
         self._lock = threading.Lock()
 
     def session(self, thread_id: str | None = None) -> Session:
@@ -105,6 +106,13 @@ class Hook:
             if found is None:
                 found = self._sessions[thread_id] = Session(written_back=self.written_back)
             return found
+
+    def _switch(self, session: Session) -> None:
+        """Make ``session`` the current one; the previous one lets go of its messages."""
+        with self._lock:
+            previous, self._current = self._current, session
+        if previous is not None and previous is not session:
+            previous.release()
 
     def run(self, messages: list, format: str | Format, breakpoints_outside: int = 0, *,
             thread_id: str | None = None, run_id: str | None = None, tracer: Any = None
@@ -116,6 +124,7 @@ class Hook:
         with otel_span(tracer) as span:
             result = self.compactor(messages, format=format, breakpoints_outside=breakpoints_outside)
             session = self.session(thread_id)
+            self._switch(session)
             where = Compaction(self.integration, self.name, thread_id, run_id, session.add(result.report), session)
             if span is not None and span.is_recording():
                 span.set_attributes(attributes(result.report, where))

@@ -37,7 +37,8 @@ class Session:
 
     When the host keeps the original history and the model gets a compacted copy (every
     integration but ``history_processor``), what is cleared is what the latest compaction
-    cleared (its tokens measured when read); when the compacted history is written back, an
+    cleared (its tokens measured when read, or when another conversation's call comes, so that
+    only the latest conversation's messages are held); when the compacted history is written back, an
     item is cleared once, so the compactions' counts add up.  A boundary move is a compaction
     whose stepped rule set decided another number of leading messages than the previous one
     did (it reached its next step), which rewrites the prompt prefix a provider had cached."""
@@ -68,6 +69,14 @@ class Session:
             else:
                 self._latest = report
         return moved
+
+    def release(self) -> None:
+        """Measure the latest compaction now and let go of it (and of the messages it holds)."""
+        with self._lock:
+            latest, self._latest = self._latest, None
+            if latest is not None:
+                self._items = latest.items_changed
+                self._tokens = latest.tokens_before - latest.tokens_after if latest.items_changed else 0
 
     @property
     def items_cleared(self) -> int:
