@@ -67,9 +67,7 @@ def _takes_where(on_compact: Callable) -> bool:
     """Whether ``on_compact`` takes ``(report, compaction)``, not only ``(report)``."""
     try:
         inspect.signature(on_compact).bind(None, None)
-    except TypeError:
-        return False
-    except ValueError:  # no signature to read (some builtins): the one-argument form
+    except (TypeError, ValueError):  # ValueError: no signature to read (some builtins)
         return False
     return True
 

@@ -84,16 +84,20 @@ def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None, na
     def rules_compact_input_filter(data: Any):
         from agents.run_config import ModelInputData
         from agents.tracing import custom_span, get_current_trace
+        from agents.tracing.spans import NoOpSpan
+        from agents.tracing.traces import NoOpTrace
 
         model_data = data.model_data
         items = model_data.input
         if not isinstance(items, list) or not items:
             return model_data
         trace = get_current_trace()
-        thread_id, run_id = getattr(trace, "group_id", None), getattr(trace, "trace_id", None)
+        traced = trace is not None and not isinstance(trace, NoOpTrace)
+        thread_id, run_id = (getattr(trace, "group_id", None), trace.trace_id) if traced else (None, None)
         with custom_span(name) as span:
             out, result, compaction = compact(items, thread_id=thread_id, run_id=run_id)
-            span.span_data.data.update(attributes(result.report, compaction))
+            if not isinstance(span, NoOpSpan):  # tracing on: the attributes measure the tokens
+                span.span_data.data.update(attributes(result.report, compaction))
         instructions = model_data.instructions
         note_text = hook.note_for(result.report)
         if note_text is not None:
