@@ -40,3 +40,26 @@ def load_json(path: Path):
 @pytest.fixture
 def traces_dir() -> Path:
     return TRACES
+
+
+_EXPORTER = None
+
+
+@pytest.fixture
+def otel_spans():
+    """The OpenTelemetry spans finished during the test (the SDK's in-memory exporter behind the
+    global tracer provider, installed once per session)."""
+    global _EXPORTER
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is in the test extra")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    if _EXPORTER is None:
+        _EXPORTER = InMemorySpanExporter()
+        provider = sdk.TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(provider)
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()

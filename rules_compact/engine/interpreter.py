@@ -425,7 +425,7 @@ def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:
         tokens, chars = given.measure()
         return sum(tokens), sum(tokens), sum(chars), sum(chars)
 
-    return PassReport(ran=False, reason=why, totals=totals, **_base(ruleset))
+    return PassReport(ran=False, reason=why, totals=totals, boundary=0 if ruleset.step else None, **_base(ruleset))
 
 
 def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list) -> PassReport:
@@ -452,9 +452,18 @@ def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: li
                          for cid in whole.call_ids[i] if cid not in answered)
         return made + after, tuple(i for i in whole.results if whole.orphans[i]), dangling
 
+    def by_rule():
+        out: dict[str, int] = {}
+        if not decided.unapplied:
+            chosen = decided.chosen
+            for item in sorted({entry[0] for entry in decided.log}):
+                if chosen[item] is not None:
+                    out[chosen[item].name] = out.get(chosen[item].name, 0) + 1
+        return out
+
     return PassReport(ran=True, reason=_reason(ruleset, boundary), changed=decided.changed, gate=decided.gate,
-                      unapplied=decided.unapplied,
-                      totals=totals, details=details, **_base(ruleset))
+                      unapplied=decided.unapplied, boundary=boundary if ruleset.step else None, totals=totals,
+                      details=details, by_rule=by_rule, **_base(ruleset))
 
 
 def _measurer(fmt: Format, ruleset: RuleSet):

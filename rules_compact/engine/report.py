@@ -70,8 +70,10 @@ class PassReport:
     unapplied: str | None = None  # why a pass that ran changed nothing it decided (a failed minimum gate)
     over_budget_tokens: int | None = None
     idempotent: bool = True
+    boundary: int | None = None  # with a step: how many leading messages the rules decided on
     totals: Callable[[], Totals] = field(default=lambda: (0, 0, 0, 0), repr=False, compare=False)
     details: Callable[[], Details] | None = field(default=None, repr=False, compare=False)
+    by_rule: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def _totals(self) -> Totals:
@@ -115,6 +117,16 @@ class PassReport:
     def over_budget(self) -> bool:
         return self.over_budget_tokens is not None and self.tokens_after > self.over_budget_tokens
 
+    def changed_by_rule(self) -> dict[str, int]:
+        """How many items each rule's actions changed (cheaper than reading ``decisions``)."""
+        if self.by_rule is not None:
+            return self.by_rule()
+        out: dict[str, int] = {}
+        for d in self.decisions:
+            if d.changed and d.rule:
+                out[d.rule] = out.get(d.rule, 0) + 1
+        return out
+
     def saved_by_rule(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for d in self.decisions:
@@ -127,7 +139,7 @@ class PassReport:
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
                 "chars_before": self.chars_before, "chars_after": self.chars_after,
                 **{f.name: getattr(self, f.name) for f in fields(self)
-                   if f.name not in ("ruleset", "source", "ran", "reason", "totals", "details")},
+                   if f.name not in ("ruleset", "source", "ran", "reason", "totals", "details", "by_rule")},
                 "orphans": list(self.orphans), "dangling": list(self.dangling),
                 "over_budget": self.over_budget, "saved_by_rule": self.saved_by_rule(),
                 "decisions": [d.to_dict() for d in self.decisions]}
