@@ -93,3 +93,17 @@ def test_the_openai_bulk_check_finds_what_the_message_check_finds(data, messages
     bent = data.draw(_bent(messages))
     expected = next((f"message {i}: {p}" for i, m in enumerate(bent) if (p := fmt.problem(m)) is not None), None)
     assert _first_problem(fmt, bent) == expected
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                     max_leaves=12)
+
+
+@property_settings()
+@given(data=_JSON)
+def test_json_written_in_pieces_is_the_same_text(data):
+    """apply writes large outputs a message at a time: the text is the one written whole."""
+    from rules_compact.jsontext import dumps, dumps_pieces
+
+    assert "".join(dumps_pieces(data)) == dumps(data)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from typing import Iterator
 
-from ..documents import dump_json, dump_json_line, write_atomic
+from ..documents import dump_json, dump_json_line, dump_json_pieces, write_atomic, write_text
 from ..engine import compact
 from ..engine.interpreter import NO_BOUNDARY
 from ..engine.report import Report
@@ -53,16 +54,16 @@ def cmd_apply(args) -> int:
                          "write the result with -o")
     results = [compact(c.messages, sets, format=fmt) for c, fmt in found]
     text = _output(convs, results)
-    if len(convs) == 1:
-        report = results[0].report.to_dict()
-    else:
-        report = {"conversations": [{"name": c.name, **r.report.to_dict()} for c, r in zip(convs, results)]}
     if args.report:
+        if len(convs) == 1:
+            report = results[0].report.to_dict()
+        else:
+            report = {"conversations": [{"name": c.name, **r.report.to_dict()} for c, r in zip(convs, results)]}
         write_atomic(args.report, dump_json(report))
     if args.output:
         write_atomic(args.output, text)
     else:
-        sys.stdout.write(text)
+        write_text(sys.stdout, text)
     if len(convs) == 1 and convs[0].source_format != "messages":
         c = convs[0]
         print(f"{PROG}: {c.name}: read as {len(c.messages)} {c.format} messages from the {c.source_format} log"
@@ -80,18 +81,19 @@ def cmd_apply(args) -> int:
     return OVER_BUDGET if args.fail_over_budget and any(r.over_budget for r in results) else OK
 
 
-def _output(convs: list[Conversation], results: list) -> str:
-    """What ``apply`` writes: each conversation in its input's shape (README, "Command line").
+def _output(convs: list[Conversation], results: list) -> Iterator[str]:
+    """What ``apply`` writes, in pieces (a message or a line at a time, so that a large output is
+    never held whole): each conversation in its input's shape (README, "Command line").
 
     A message list or request body comes back as one (the body with only its messages or
     ``input`` changed); a file of one message per line, one message per line; a log, its API
     message list; a file of several conversations, one conversation per line (JSONL).
     """
     if len(convs) == 1 and convs[0].one_per_line:
-        return "".join(dump_json_line(m) for m in results[0].messages)
+        return map(dump_json_line, results[0].messages)
     if len(convs) == 1:
-        return dump_json(convs[0].with_messages(results[0].messages))
-    return "".join(dump_json_line(c.with_messages(r.messages)) for c, r in zip(convs, results))
+        return dump_json_pieces(convs[0].with_messages(results[0].messages))
+    return (dump_json_line(c.with_messages(r.messages)) for c, r in zip(convs, results))
 
 
 def summary(report: Report) -> str:

@@ -22,9 +22,9 @@ _NO: tuple = ()
 _ITEM_ROLES = frozenset({"tool", "assistant"})
 
 
-def _calls(tool_calls: Any) -> list[Call]:
+def _calls(tool_calls: Any) -> tuple[Call, ...]:
     if not tool_calls or not isinstance(tool_calls, list):
-        return []
+        return _NO
     out = []
     for call in tool_calls:
         if not isinstance(call, dict):
@@ -36,7 +36,7 @@ def _calls(tool_calls: Any) -> list[Call]:
             name = fn.get("name") if isinstance(fn, dict) else None
         if isinstance(call_id, str):
             out.append((call_id, name if isinstance(name, str) else None, call))
-    return out
+    return tuple(out)
 
 
 def _has_calls(tool_calls: Any) -> bool:
@@ -99,7 +99,7 @@ class OpenAIScan(Scan):
     @cached_property
     def calls(self) -> list:
         calls_of = self.calls_of
-        return [tuple(calls_of[m]) if turn else _NO for m, turn in zip(self.msg, self.is_turn)]
+        return [calls_of[m] if turn else _NO for m, turn in zip(self.msg, self.is_turn)]  # tuples, shared
 
     @cached_property
     def call_at(self) -> dict:

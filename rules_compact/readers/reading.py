@@ -13,9 +13,10 @@ from .base import Conversation, Draft, LogError, Reader, describe, is_message
 from .messages import is_item
 
 
-def read_conversations(raw: bytes, name: str) -> list[Conversation]:
-    """Parse ``raw`` (JSON or JSONL bytes) into conversations; ``name`` labels errors and results."""
-    text = _decode(raw, name)
+def read_conversations(raw: bytes | str, name: str) -> list[Conversation]:
+    """Parse ``raw`` (JSON or JSONL bytes, or their text from :func:`decode`) into
+    conversations; ``name`` labels errors and results."""
+    text = raw if isinstance(raw, str) else decode(raw, name)
     try:
         data = jsontext.loads(text)
     except json.JSONDecodeError as exc:
@@ -33,7 +34,8 @@ def parse_conversations(data: Any, name: str) -> list[Conversation]:
     return _finish(name, _guard(name, lambda: _from_value(data)))
 
 
-def _decode(raw: bytes, name: str) -> str:
+def decode(raw: bytes, name: str) -> str:
+    """UTF-8 text, without a byte-order mark; InputError at the first bad byte."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
