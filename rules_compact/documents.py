@@ -16,7 +16,7 @@ from .formats import FORMATS
 from .limits import max_input_bytes
 from .readers import Conversation, read_conversations
 
-__all__ = ["read_conversations_from", "dump_json", "dump_json_line", "write_atomic"]
+__all__ = ["read_conversations_from", "conversations_in", "dump_json", "dump_json_line", "write_atomic"]
 
 
 def _read_bytes(source: str) -> bytes:
@@ -47,7 +47,12 @@ def read_conversations_from(source: str) -> list[Conversation]:
     """Every conversation in a file, or ``-`` for stdin: message lists, request bodies and the
     agent logs :mod:`rules_compact.readers` knows, converted to API message lists; InputError
     (``NAME: message I: ...``) for a message a model API would reject for its shape."""
-    conversations = read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
+    return conversations_in(_read_bytes(source), "<stdin>" if source == "-" else source)
+
+
+def conversations_in(raw: bytes, name: str) -> list[Conversation]:
+    """Like :func:`read_conversations_from` for bytes already read, labelled ``name``."""
+    conversations = read_conversations(raw, name)
     for conv in conversations:
         try:
             FORMATS[conv.format].check(conv.messages)
@@ -66,8 +71,8 @@ def dump_json_line(data: Any) -> str:
     return jsontext.dumps(data, indent=None) + "\n"
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that a failure, an interrupt or SIGTERM leaves no partial file.
+def write_atomic(path: str, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path`` so that a failure, an interrupt or SIGTERM leaves no partial file.
 
     A regular file (or a new one) is written to ``.NAME.PID.XXXXXXXX.tmp`` in its folder and
     renamed over it; one left by a killed run is removed by the next write of NAME once process
@@ -88,7 +93,7 @@ def write_atomic(path: str, text: str) -> None:
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors=SURROGATES) as fh:
+        with _opened(fd, text) as fh:
             fh.write(text)
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
@@ -100,9 +105,16 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
-def _write_stream(path: str, text: str) -> None:
+def _opened(file, text: str | bytes):
+    """``file`` (a path or a descriptor) open for writing ``text``: binary for bytes."""
+    if isinstance(text, bytes):
+        return open(file, "wb")
+    return open(file, "w", encoding="utf-8", errors=SURROGATES)
+
+
+def _write_stream(path: str, text: str | bytes) -> None:
     try:
-        with open(path, "w", encoding="utf-8", errors=SURROGATES) as fh:
+        with _opened(path, text) as fh:
             fh.write(text)
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None

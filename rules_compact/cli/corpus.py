@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from ..analysis import conversation_stats, decision_changes
-from ..engine import compact
-from ..errors import InputError
-from ..formats import FORMATS
-from ..language.loader import load_rules
+import argparse
+import os
+from contextlib import closing
+from types import SimpleNamespace
+from typing import Iterator, Sequence
+
+from ..batch import Diff, FileRows, Replays, Stats, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds
-from ..recall import References
-from ..replay import Replay, cold_rounds, parse_price, replay, round_starts
-from .inputs import add_format_option, add_rules_options, plugin_failures, read, rulesets
-from .output import OK, markdown, progress, ratio, share, table
+from .inputs import add_format_option, add_rules_options, plugin_failures
+from .output import OK, Progress, markdown, ratio, share, table, warn
 
 __all__ = ["register"]
 
@@ -20,10 +20,11 @@ def register(add) -> None:
     p = add("stats", help="per conversation: tokens before and after, and what each rule saved")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
     add_rules_options(p)
+    add_batch_options(p)
     p.set_defaults(func=cmd_stats)
 
     p = add("replay", help="replay round by round: prompt tokens, cache hits and cost")
-    p.add_argument("input", metavar="INPUT")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
     add_rules_options(p)
     p.add_argument("--compare", action="append", metavar="RULES", help="another rule set to compare; repeatable")
     p.add_argument("--price", default="anthropic", metavar="PRICE",
@@ -35,6 +36,7 @@ def register(add) -> None:
                         "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "
                         "expires")
     p.add_argument("--plot", metavar="FILE", help="draw prompt tokens per round (.png or .svg; needs matplotlib)")
+    add_batch_options(p)
     p.set_defaults(func=cmd_replay)
 
     p = add("diff", help="items whose decision changes between two rule sets, and the cost impact")
@@ -45,39 +47,90 @@ def register(add) -> None:
     p.add_argument("--output-format", dest="format_out", choices=["text", "markdown"], default="text",
                    help="text (default) or markdown, for a pull-request comment")
     p.add_argument("--price", default="anthropic", metavar="PRICE", help="as for replay")
+    add_batch_options(p)
     p.set_defaults(func=cmd_diff)
 
 
-def _conversations(path: str, fmt: str | None) -> list[tuple[str, list, str]]:
-    """``(name, messages, format)`` for each conversation in a file."""
-    return [(c.name, c.messages, f) for c, f in read(path, fmt)]
+def add_batch_options(p) -> None:
+    p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                   help=f"worker processes (default: the cores, here {default_jobs()}); the output is the same")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="compute on a Dask cluster, such as tcp://HOST:8786 (needs rules-compact[dask]); "
+                        "its workers read the files at the same paths")
+    p.add_argument("--table", metavar="FILE",
+                   help="write the per-conversation rows to FILE: JSONL, or Parquet for a .parquet FILE "
+                        "(needs rules-compact[parquet]); '-': JSONL on stdout instead of the text")
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, 1 or more, got {text!r}")
+    return value
+
+
+def _results(args, task, inputs: list[str]) -> Iterator[FileRows]:
+    """Each input's rows in input order, with its warnings printed (a bad file stops the command),
+    a progress bar on a terminal, the rows written to --table at the end (streamed for ``-``)."""
+    if args.table:
+        require_table(args.table)
+    progress = Progress([_size(path) for path in inputs])
+    table = []
+    with closing(run(task, inputs, jobs=args.jobs, scheduler=args.scheduler)) as results:
+        for result in results:
+            if result.warnings:
+                progress.clear()
+                for message in result.warnings:
+                    warn(message)
+            if result.error is not None:
+                progress.close()
+                raise result.error
+            progress.advance(result.conversations)
+            if args.table == "-":
+                write_table(result.rows, "-")
+            elif args.table:
+                table.extend(result.rows)
+            yield result
+    progress.close()
+    if args.table and args.table != "-":
+        write_table(table, args.table)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _text(args) -> bool:
+    """Whether the command prints its text (not with ``--table -``)."""
+    return args.table != "-"
 
 
 def cmd_stats(args) -> int:
-    sets = rulesets(args)
-    conversations = [c for path in args.inputs for c in _conversations(path, args.format)]
-    rows = [("conversation", "messages", "tool results", "tokens before", "tokens after", "saved", "saved by rule")]
+    plugin_failures(args)
+    task = Stats.of(args.rules or ["default"], args.format)
+    rows = [row for result in _results(args, task, args.inputs) for row in result.rows]
+    if not _text(args):
+        return OK
+    lines = [("conversation", "messages", "tool results", "tokens before", "tokens after", "saved", "saved by rule")]
     totals = [0, 0, 0, 0]
-    for done, (name, messages, fmt) in enumerate(conversations, 1):
-        stats = conversation_stats(name, messages, sets, fmt)
-        before, after = stats.report.tokens_before, stats.report.tokens_after
-        shares = sorted(stats.saved_by_rule.items(), key=lambda kv: -kv[1])
+    for row in rows:
+        before, after = row["tokens_before"], row["tokens_after"]
+        shares = sorted(((s["rule"], s["tokens"]) for s in row["saved_by_rule"]), key=lambda kv: -kv[1])
         by_rule = ", ".join(f"{rule} {saved / before:.0%}" for rule, saved in shares if before) or "-"
-        rows.append((name, str(stats.messages), str(stats.tool_results), f"{before:,}", f"{after:,}",
-                     share(before, after), by_rule))
-        for i, value in enumerate((stats.messages, stats.tool_results, before, after)):
-            totals[i] += value
-        progress(done, len(conversations), name)
-    rows.append((f"total ({len(conversations)})", str(totals[0]), str(totals[1]), f"{totals[2]:,}",
-                 f"{totals[3]:,}", share(totals[2], totals[3]), ""))
-    print(table(rows, right={1, 2, 3, 4, 5}))
+        lines.append((row["conversation"], str(row["messages"]), str(row["tool_results"]), f"{before:,}",
+                      f"{after:,}", share(before, after), by_rule))
+        for i, key in enumerate(("messages", "tool_results", "tokens_before", "tokens_after")):
+            totals[i] += row[key]
+    lines.append((f"total ({len(rows)})", str(totals[0]), str(totals[1]), f"{totals[2]:,}",
+                  f"{totals[3]:,}", share(totals[2], totals[3]), ""))
+    print(table(lines, right={1, 2, 3, 4, 5}))
     return OK
-
-
-def _replays(messages: list, fmt: str, sets: list[tuple[str, list]], price) -> list[Replay]:
-    """One replay per rule set, sharing the conversation's references."""
-    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-    return [replay(messages, rules, fmt, price, label, references=references) for label, rules in sets]
 
 
 def _lifetime(seconds: float | None) -> str:
@@ -91,66 +144,61 @@ def _lifetime(seconds: float | None) -> str:
 
 def cmd_replay(args) -> int:
     plugin_failures(args)
-    price = parse_price(args.price)
-    if args.cache_expiry and price.lifetime is None:
-        raise InputError(f"--cache-expiry: the price {args.price!r} has no cache lifetime; "
-                         "give one as CACHED,UNCACHED,LIFETIME or use a profile")
-    primary = args.rules or ["default"]  # as in apply: the bundled default unless -r says otherwise
-    sets = [("none", None), (" + ".join(primary), [load_rules(r) for r in primary])]
-    sets += [(name, [load_rules(name)]) for name in args.compare or []]
-    for conv, fmt in read(args.input, args.format):
-        name, messages = conv.name, conv.messages
-        results = _replays(messages, fmt, sets, price)
-        cache = "cache never expires"
-        if args.cache_expiry:
-            cold = cold_rounds(conv.timestamps, round_starts(messages, fmt), price.lifetime)
-            results = [r.expire(cold) for r in results]
-            cache = (f"cache expires after {_lifetime(price.lifetime)}: {sum(cold)} rounds found it expired"
-                     if conv.timestamps is not None else "no timestamps in this log: cache never expires")
-        base = results[0]
-        rows = [("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
-                 "vs none", "recall")]
-        for r in results:
-            rows.append((r.label, str(r.rounds), f"{r.total_prompt:,}", ratio(r.total_prompt, base.total_prompt),
-                         f"{r.total_cached:,}", ratio(r.total_cached, r.total_prompt), f"{r.cost:,.0f}",
-                         ratio(r.cost, base.cost), f"{r.recall:.3f}"))
-        print(f"{name}: replayed {base.rounds} rounds; prices: cached {price.cached}, uncached {price.uncached} "
-              f"({price.name}); {cache}; recall: {sum(base.referenced):,} references")
-        print(table(rows, right={1, 2, 3, 4, 5, 6, 7, 8}))
-        if args.plot:
-            plot_rounds(results, args.plot, title=name)
+    task = Replays.of(args.rules or ["default"], args.compare or [], args.price, args.cache_expiry, args.format)
+    price, per = task.price, len(task.sets)
+    for result in _results(args, task, args.inputs):
+        for at in range(0, len(result.rows) if _text(args) else 0, per):
+            _print_replay(args, price, result.rows[at:at + per])
     return OK
+
+
+def _print_replay(args, price, results: Sequence[dict]) -> None:
+    """One conversation's replays (``none`` first) as a header line and a table."""
+    base, name = results[0], results[0]["conversation"]
+    cache = "cache never expires"
+    if args.cache_expiry:
+        cache = (f"cache expires after {_lifetime(price.lifetime)}: {base['expired_rounds']} rounds found it expired"
+                 if base["expired_rounds"] is not None else "no timestamps in this log: cache never expires")
+    rows = [("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
+             "vs none", "recall")]
+    for r in results:
+        rows.append((r["ruleset"], str(r["rounds"]), f"{r['prompt_tokens']:,}",
+                     ratio(r["prompt_tokens"], base["prompt_tokens"]), f"{r['cached_tokens']:,}",
+                     ratio(r["cached_tokens"], r["prompt_tokens"]), f"{r['cost']:,.0f}", ratio(r["cost"], base["cost"]),
+                     f"{r['recall']:.3f}"))
+    print(f"{name}: replayed {base['rounds']} rounds; prices: cached {price.cached}, uncached {price.uncached} "
+          f"({price.name}); {cache}; recall: {base['references']:,} references")
+    print(table(rows, right={1, 2, 3, 4, 5, 6, 7, 8}))
+    if args.plot:
+        plot_rounds([SimpleNamespace(label=r["ruleset"], rounds=r["rounds"], prompt_tokens=r["prompt_tokens_by_round"])
+                     for r in results], args.plot, title=name)
 
 
 def cmd_diff(args) -> int:
     plugin_failures(args)
-    old, new = load_rules(args.old), load_rules(args.new)
-    price = parse_price(args.price)
+    task = Diff.of(args.old, args.new, args.price, args.format)
     md = args.format_out == "markdown"
     out = [f"## rules-compact diff: `{args.old}` → `{args.new}`" if md else f"diff {args.old} -> {args.new}"]
     totals = [0, 0, 0.0, 0.0]
     referenced = kept_old = kept_new = 0
-    for path in args.inputs:
-        for name, messages, fmt in _conversations(path, args.format):
-            before = compact(messages, [old], format=fmt).report
-            after = compact(messages, [new], format=fmt).report
-            changes = decision_changes(before, after)
-            costs = _replays(messages, fmt, [("old", [old]), ("new", [new])], price)
-            totals[0] += before.tokens_after
-            totals[1] += after.tokens_after
-            totals[2] += costs[0].cost
-            totals[3] += costs[1].cost
-            referenced += sum(costs[0].referenced)
-            kept_old += sum(costs[0].kept)
-            kept_new += sum(costs[1].kept)
+    for result in _results(args, task, args.inputs):
+        for row in result.rows:
+            totals[0] += row["tokens_after_old"]
+            totals[1] += row["tokens_after_new"]
+            totals[2] += row["cost_old"]
+            totals[3] += row["cost_new"]
+            referenced += row["references"]
+            kept_old += row["kept_old"]
+            kept_new += row["kept_new"]
+            changes = row["changes"]
             rows = [("item", "msg", "role", "tool", "old", "new")] + [
-                (str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new) for c in changes]
+                (str(c["item"]), str(c["message"]), c["role"], c["tool"] or "-", c["old"], c["new"]) for c in changes]
             out.append("")
-            out.append(f"### {name}" if md else f"{name}:")
-            out.append(f"{len(changes)} decisions change; tokens after {before.tokens_after:,} -> "
-                       f"{after.tokens_after:,}; replay cost {costs[0].cost:,.0f} -> {costs[1].cost:,.0f} "
-                       f"({ratio(costs[1].cost, costs[0].cost)}x); recall {costs[0].recall:.3f} -> "
-                       f"{costs[1].recall:.3f}")
+            out.append(f"### {row['conversation']}" if md else f"{row['conversation']}:")
+            out.append(f"{len(changes)} decisions change; tokens after {row['tokens_after_old']:,} -> "
+                       f"{row['tokens_after_new']:,}; replay cost {row['cost_old']:,.0f} -> {row['cost_new']:,.0f} "
+                       f"({ratio(row['cost_new'], row['cost_old'])}x); recall {row['recall_old']:.3f} -> "
+                       f"{row['recall_new']:.3f}")
             if changes:
                 out.append("")
                 out.append(markdown(rows) if md else table(rows, right={0, 1}))
@@ -158,7 +206,8 @@ def cmd_diff(args) -> int:
     out.append(f"{'**Total**' if md else 'total'}: tokens after {totals[0]:,} -> {totals[1]:,}; "
                f"replay cost {totals[2]:,.0f} -> {totals[3]:,.0f} ({ratio(totals[3], totals[2])}x); "
                f"recall {_recall(kept_old, referenced)} -> {_recall(kept_new, referenced)}")
-    print("\n".join(out))
+    if _text(args):
+        print("\n".join(out))
     return OK
 
 

@@ -1,0 +1,416 @@
+"""Whole corpora: conversations and files mapped to result rows, on local processes or on Dask.
+
+A *task* is what ``rules-compact stats``, ``replay`` or ``diff`` computes for one conversation,
+as plain data that pickles: :class:`Stats`, :class:`Replays`, :class:`Diff`.  Rule files travel
+as their text (:class:`RuleSource`: the file and every file it extends), never compiled; each
+process compiles a rule file once, on first use.  Plugins are the ones installed where the rows
+are computed: a worker that lacks one the rules were loaded with (or has another version of it)
+raises PluginError rather than computing other numbers.
+
+Each task maps
+
+* a conversation to its rows: ``task.rows(conversation)``;
+* a file to the rows of all its conversations: ``task.file_rows(path)`` (InputError for a bad
+  file), or :func:`read_rows` (the file's error and warnings as data);
+* JSON text, such as a JSONL line holding one request body: ``task.text_rows(text, name)``.
+
+:func:`run` maps files on worker processes (``jobs``) or on a Dask cluster (``scheduler``), in
+input order, each file read by the worker that handles it; :func:`write_table` writes rows as
+JSONL or Parquet.  Rows are dicts of JSON values, one shape per task (docs/batch.md).  With
+Dask directly::
+
+    import dask.bag as db
+    from rules_compact import batch
+
+    task = batch.Stats.of(["default"])
+    rows = db.from_sequence(paths, npartitions=64).map(task.file_rows).flatten()
+    frame = rows.to_dataframe()
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterable, Iterator, Sequence
+
+from .analysis import conversation_stats, decision_changes
+from .documents import conversations_in, dump_json_line, read_conversations_from, write_atomic
+from .engine import compact
+from .errors import InputError, RulesCompactError
+from .formats import FORMATS
+from .language.loader import parse_rules, read_source
+from .language.model import RuleSet
+from .plugins.manager import PluginError, registry
+from .readers import Conversation
+from .recall import References
+from .replay import Price, cold_rounds, parse_price, replay, round_starts
+
+__all__ = ["RuleSource", "Task", "Stats", "Replays", "Diff", "FileRows", "read_file", "read_rows", "run",
+           "default_jobs", "write_table", "require_table", "WorkerError"]
+
+
+class WorkerError(RulesCompactError):
+    """A worker process stopped without an answer (killed, or out of memory)."""
+
+
+_COMPILED: dict[RuleSource, RuleSet] = {}  # per process: each rule source compiled once
+
+
+@dataclass(frozen=True)
+class RuleSource:
+    """A rule file as data that travels to workers: its text, the texts of the files it extends,
+    and the plugins (name, version) it was loaded with."""
+
+    spec: str  # as given: a path, ``default``, ``preset:NAME``
+    text: str
+    file: str
+    extended: tuple[tuple[str, str, str], ...]  # (extends target, text, file name), as read
+    plugins: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def read(cls, spec: str) -> RuleSource:
+        """Read and compile ``spec`` here (ConfigError, InputError as :func:`load_rules` raises them)."""
+        read: list[tuple[str, str, str]] = []
+
+        def recording(target: str) -> tuple[str, str]:
+            text, file = read_source(target)
+            read.append((target, text, file))
+            return text, file
+
+        text, file = read_source(spec)
+        ruleset = parse_rules(text, file, read=recording)
+        source = cls(spec, text, file, tuple(read), registry().plugins)
+        _COMPILED[source] = ruleset
+        return source
+
+    def load(self) -> RuleSet:
+        """The compiled rule set, compiled in this process on first use."""
+        ruleset = _COMPILED.get(self)
+        if ruleset is None:
+            here = set(registry().plugins)
+            missing = [f"{name} {version}" for name, version in self.plugins if (name, version) not in here]
+            if missing:
+                raise PluginError(f"{self.spec}: this worker lacks plugin {', '.join(missing)}, which the rules "
+                                  "were loaded with; install the same plugins on every worker")
+            texts = {target: (text, file) for target, text, file in self.extended}
+            ruleset = _COMPILED[self] = parse_rules(self.text, self.file, read=texts.__getitem__)
+        return ruleset
+
+
+def read_file(path: str, forced: str | None, warn: Callable[[str], None]) -> list[tuple[Conversation, str]]:
+    """Each conversation of a file (``-``: stdin) with the format its rules see: ``forced``, else
+    the detected one.
+
+    Messages the API would reject in a forced format raise InputError naming the detected
+    format.  A forced format that finds fewer items (tool results and assistant turns) than the
+    detected one, none at all for instance, is a ``warn``-ing saying which format the content
+    looks like.
+    """
+    out = []
+    for conv in read_conversations_from(path):
+        fmt = forced or conv.format
+        if fmt != conv.format and conv.messages:
+            try:  # one error line: the API would reject the messages in the forced format
+                FORMATS[fmt].check(conv.messages)
+            except InputError as error:
+                raise InputError(f"{error}; the content looks like {conv.format} (--format {conv.format})") from None
+            found = len(FORMATS[fmt].items(conv.messages))
+            detected = len(FORMATS[conv.format].items(conv.messages))
+            if found < detected:
+                what = f"finds only {found} of the {detected}" if found else f"finds none of the {detected}"
+                warn(f"{conv.name}: --format {fmt} {what} tool results and assistant turns; "
+                     f"the content looks like {conv.format} (--format {conv.format})")
+        out.append((conv, fmt))
+    return out
+
+
+class Task:
+    """What one command computes per conversation; subclasses are frozen dataclasses with a
+    ``format`` (None: each conversation's detected format)."""
+
+    format: str | None
+
+    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+        raise NotImplementedError
+
+    def file_rows(self, path: str) -> list[dict]:
+        """The rows of every conversation in a file; InputError for a bad file."""
+        result = read_rows(self, path)
+        if result.error is not None:
+            raise result.error
+        return list(result.rows)
+
+    def text_rows(self, text: str, name: str = "<text>") -> list[dict]:
+        """The rows of the conversations in JSON or JSONL text (a line of ``dask.bag.read_text``)."""
+        convs = conversations_in(text.encode("utf-8", "surrogatepass"), name)
+        return [row for conv in convs for row in self.rows(conv)]
+
+
+@dataclass(frozen=True)
+class Stats(Task):
+    """``stats``: one row per conversation: tokens before and after the passes, what each rule saved.
+
+    Row: ``conversation``, ``format``, ``messages``, ``tool_results``, ``tokens_before``,
+    ``tokens_after``, ``saved_by_rule`` (a list of ``{rule, tokens}``, in pass and rule order)."""
+
+    passes: tuple[RuleSource, ...]
+    format: str | None = None
+
+    @classmethod
+    def of(cls, rules: Sequence[str] = ("default",), format: str | None = None) -> Stats:
+        return cls(tuple(RuleSource.read(r) for r in rules or ("default",)), format)
+
+    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+        fmt = fmt or self.format or conversation.format
+        stats = conversation_stats(conversation.name, conversation.messages, [p.load() for p in self.passes], fmt)
+        return [{"conversation": conversation.name, "format": stats.report.format, "messages": stats.messages,
+                 "tool_results": stats.tool_results, "tokens_before": stats.report.tokens_before,
+                 "tokens_after": stats.report.tokens_after,
+                 "saved_by_rule": [{"rule": rule, "tokens": saved} for rule, saved in stats.saved_by_rule.items()]}]
+
+
+@dataclass(frozen=True)
+class Replays(Task):
+    """``replay``: one row per conversation and rule set (``none`` first: no compaction).
+
+    Row: ``conversation``, ``format``, ``ruleset``, ``rounds``, ``prompt_tokens``,
+    ``cached_tokens``, ``cost``, ``recall``, ``references``, ``kept_references``,
+    ``expired_rounds`` (rounds that found the cache expired; null unless ``cache_expiry`` and
+    the log has timestamps), ``price``, ``prompt_tokens_by_round``."""
+
+    sets: tuple[tuple[str, tuple[RuleSource, ...] | None], ...]  # (label, passes); None: no compaction
+    price: Price
+    cache_expiry: bool = False
+    format: str | None = None
+
+    @classmethod
+    def of(cls, rules: Sequence[str] = ("default",), compare: Sequence[str] = (), price: str | Price = "anthropic",
+           cache_expiry: bool = False, format: str | None = None) -> Replays:
+        price = parse_price(price) if isinstance(price, str) else price
+        if cache_expiry and price.lifetime is None:
+            raise InputError(f"--cache-expiry: the price {price.name!r} has no cache lifetime; "
+                             "give one as CACHED,UNCACHED,LIFETIME or use a profile")
+        primary = tuple(rules or ("default",))
+        sets = [("none", None), (" + ".join(primary), tuple(RuleSource.read(r) for r in primary))]
+        sets += [(name, (RuleSource.read(name),)) for name in compare]
+        return cls(tuple(sets), price, cache_expiry, format)
+
+    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+        fmt = fmt or self.format or conversation.format
+        messages = conversation.messages
+        starts = round_starts(messages, fmt)
+        references = References(messages, FORMATS[fmt], starts)
+        results = [replay(messages, None if passes is None else [p.load() for p in passes], fmt, self.price, label,
+                          references=references) for label, passes in self.sets]
+        expired = None
+        if self.cache_expiry and conversation.timestamps is not None:
+            cold = cold_rounds(conversation.timestamps, starts, self.price.lifetime)
+            results = [r.expire(cold) for r in results]
+            expired = sum(cold)
+        return [{"conversation": conversation.name, "format": fmt, "ruleset": r.label, "rounds": r.rounds,
+                 "prompt_tokens": r.total_prompt, "cached_tokens": r.total_cached, "cost": r.cost,
+                 "recall": r.recall, "references": sum(r.referenced), "kept_references": sum(r.kept),
+                 "expired_rounds": expired, "price": self.price.name,
+                 "prompt_tokens_by_round": list(r.prompt_tokens)} for r in results]
+
+
+@dataclass(frozen=True)
+class Diff(Task):
+    """``diff``: one row per conversation: the items whose decision changes from ``old`` to ``new``,
+    and what that does to tokens, replay cost and recall.
+
+    Row: ``conversation``, ``format``, ``tokens_before``, ``tokens_after_old``,
+    ``tokens_after_new``, ``cost_old``, ``cost_new``, ``recall_old``, ``recall_new``,
+    ``references``, ``kept_old``, ``kept_new``, ``changes`` (a list of ``{item, message, role,
+    tool, old, new}``)."""
+
+    old: RuleSource
+    new: RuleSource
+    price: Price
+    format: str | None = None
+
+    @classmethod
+    def of(cls, old: str, new: str, price: str | Price = "anthropic", format: str | None = None) -> Diff:
+        old_rules, new_rules = RuleSource.read(old), RuleSource.read(new)
+        return cls(old_rules, new_rules, parse_price(price) if isinstance(price, str) else price, format)
+
+    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+        fmt = fmt or self.format or conversation.format
+        messages, old, new = conversation.messages, self.old.load(), self.new.load()
+        before = compact(messages, [old], format=fmt).report
+        after = compact(messages, [new], format=fmt).report
+        references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
+        costs = [replay(messages, [rules], fmt, self.price, label, references=references)
+                 for label, rules in (("old", old), ("new", new))]
+        return [{"conversation": conversation.name, "format": fmt, "tokens_before": before.tokens_before,
+                 "tokens_after_old": before.tokens_after, "tokens_after_new": after.tokens_after,
+                 "cost_old": costs[0].cost, "cost_new": costs[1].cost, "recall_old": costs[0].recall,
+                 "recall_new": costs[1].recall, "references": sum(costs[0].referenced),
+                 "kept_old": sum(costs[0].kept), "kept_new": sum(costs[1].kept),
+                 "changes": [asdict(c) for c in decision_changes(before, after)]}]
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """One file's rows, how many conversations it held, its warnings, and the error that stopped
+    it (then no rows)."""
+
+    path: str
+    rows: tuple[dict, ...]
+    conversations: int
+    warnings: tuple[str, ...] = ()
+    error: RulesCompactError | None = None
+
+
+def read_rows(task: Task, path: str) -> FileRows:
+    """Read one file and compute its rows; a bad file's error is returned, not raised."""
+    warnings: list[str] = []
+    try:
+        found = read_file(path, task.format, warnings.append)
+        rows = tuple(row for conv, fmt in found for row in task.rows(conv, fmt))
+    except RulesCompactError as exc:
+        return FileRows(path, (), 0, tuple(warnings), exc)
+    return FileRows(path, rows, len(found), tuple(warnings))
+
+
+def default_jobs() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run(task: Task, paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None) -> Iterator[FileRows]:
+    """Each file's :class:`FileRows`, in the order of ``paths`` (``-``: stdin, read here).
+
+    Files are read by the worker that handles them, a few per worker in flight, so no process
+    holds more than the files it works on.  ``jobs``: worker processes (default: the cores;
+    1, or a single file, computes here); ``scheduler``: a Dask scheduler's address (the
+    ``dask`` extra; the files must be readable at the same paths on its workers).  Closing the
+    iterator (or an interrupt while it waits) stops the workers."""
+    if scheduler is not None:
+        return _on_dask(task, paths, scheduler)
+    jobs = min(jobs or default_jobs(), len(paths))
+    if jobs <= 1:
+        return (read_rows(task, path) for path in paths)
+    return _on_processes(task, paths, jobs)
+
+
+def _here(task: Task, path: str) -> Future:
+    done: Future = Future()
+    done.set_result(read_rows(task, path))
+    return done
+
+
+def _in_order(submit: Callable[[str], object], paths: Sequence[str], window: int) -> Iterator[FileRows]:
+    """Submit up to ``window`` files ahead; yield their results in input order; cancel what is
+    pending when stopped."""
+    pending: deque = deque()
+    ahead = iter(paths)
+    try:
+        for path in ahead:
+            pending.append(submit(path))
+            if len(pending) >= window:
+                break
+        while pending:
+            result = pending.popleft().result()
+            following = next(ahead, None)
+            if following is not None:
+                pending.append(submit(following))
+            yield result
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+_TASK: Task | None = None  # a worker process's task, set once when it starts
+
+
+def _start_worker(task: Task) -> None:
+    global _TASK
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler inherited through fork
+    _TASK = task
+
+
+def _worker_rows(path: str) -> FileRows:
+    return read_rows(_TASK, path)
+
+
+def _on_processes(task: Task, paths: Sequence[str], jobs: int) -> Iterator[FileRows]:
+    before = {child.pid for child in multiprocessing.active_children()}
+    pool = ProcessPoolExecutor(jobs, initializer=_start_worker, initargs=(task,))
+    try:
+        yield from _in_order(lambda p: _here(task, p) if p == "-" else pool.submit(_worker_rows, p), paths, 2 * jobs)
+    except BrokenProcessPool:
+        _stop(pool, before)
+        raise WorkerError("a worker process stopped without an answer (killed, or out of memory?)") from None
+    except BaseException:  # an interrupt, or the caller closed the iterator: stop now, not after the work
+        _stop(pool, before)
+        raise
+    pool.shutdown()
+
+
+def _stop(pool: ProcessPoolExecutor, before: set) -> None:
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = [child for child in multiprocessing.active_children() if child.pid not in before]
+    for child in workers:
+        child.terminate()
+    for child in workers:
+        child.join(5)
+
+
+def _on_dask(task: Task, paths: Sequence[str], address: str) -> Iterator[FileRows]:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InputError("--scheduler needs Dask: pip install 'rules-compact[dask]'") from None
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--scheduler {address}: cannot connect: {exc}") from None
+    try:
+        shipped = client.scatter(task, broadcast=True, hash=False)  # the rule files' text, once per worker
+        window = 2 * max(1, sum(client.nthreads().values()))
+        yield from _in_order(lambda p: _here(task, p) if p == "-" else
+                             client.submit(read_rows, shipped, os.path.abspath(p), pure=False), paths, window)
+    finally:
+        client.close()
+
+
+def require_table(path: str) -> None:
+    """Check before any work that ``path`` can be written as a table (Parquet needs pyarrow)."""
+    if path.lower().endswith(".parquet"):
+        _pyarrow()
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise InputError("a .parquet table needs pyarrow: pip install 'rules-compact[parquet]'") from None
+    return pyarrow, pyarrow.parquet
+
+
+def write_table(rows: Iterable[dict], path: str) -> None:
+    """Write rows atomically: Parquet when ``path`` ends with ``.parquet`` (pyarrow), else JSONL
+    (``-``: stdout)."""
+    if path.lower().endswith(".parquet"):
+        pa, pq = _pyarrow()
+        out = pa.BufferOutputStream()
+        try:
+            pq.write_table(pa.Table.from_pylist(list(rows)), out)
+        except (pa.ArrowException, UnicodeError) as exc:
+            raise InputError(f"{path}: cannot write Parquet: {exc}") from None
+        write_atomic(path, out.getvalue().to_pybytes())
+        return
+    text = "".join(dump_json_line(row) for row in rows)
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(path, text)
