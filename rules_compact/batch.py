@@ -59,6 +59,7 @@ class WorkerError(RulesCompactError):
     """A worker process stopped without an answer (killed, or out of memory)."""
 
 
+CONNECT_TIMEOUT = "10s"  # how long --scheduler tries to reach the scheduler
 _COMPILED: dict[RuleSource, RuleSet] = {}  # per process: each rule source compiled once
 
 
@@ -370,7 +371,7 @@ def _on_dask(task: Task, paths: Sequence[str], address: str) -> Iterator[FileRow
     except ImportError:
         raise InputError("--scheduler needs Dask: pip install 'rules-compact[dask]'") from None
     try:
-        client = Client(address, timeout="10s", set_as_default=False)
+        client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, ValueError) as exc:
         raise InputError(f"--scheduler {address}: cannot connect: {exc}") from None
     try:
