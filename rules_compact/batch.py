@@ -181,7 +181,7 @@ class Replays(Task):
     """``replay``: one row per conversation and rule set (``none`` first: no compaction).
 
     Row: ``conversation``, ``format``, ``ruleset``, ``rounds``, ``prompt_tokens``,
-    ``cached_tokens``, ``cost``, ``recall``, ``references``, ``kept_references``,
+    ``cached_tokens``, ``cost``, ``recall``, ``referenced``, ``kept``,
     ``expired_rounds`` (rounds that found the cache expired; null unless ``cache_expiry`` and
     the log has timestamps), ``price``, ``prompt_tokens_by_round``."""
 
@@ -216,7 +216,7 @@ class Replays(Task):
             expired = sum(cold)
         return [{"conversation": conversation.name, "format": fmt, "ruleset": r.label, "rounds": r.rounds,
                  "prompt_tokens": r.total_prompt, "cached_tokens": r.total_cached, "cost": r.cost,
-                 "recall": r.recall, "references": sum(r.referenced), "kept_references": sum(r.kept),
+                 "recall": r.recall, "referenced": sum(r.referenced), "kept": sum(r.kept),
                  "expired_rounds": expired, "price": self.price.name,
                  "prompt_tokens_by_round": list(r.prompt_tokens)} for r in results]
 
@@ -228,7 +228,7 @@ class Diff(Task):
 
     Row: ``conversation``, ``format``, ``tokens_before``, ``tokens_after_old``,
     ``tokens_after_new``, ``cost_old``, ``cost_new``, ``recall_old``, ``recall_new``,
-    ``references``, ``kept_old``, ``kept_new``, ``changes`` (a list of ``{item, message, role,
+    ``referenced``, ``kept_old``, ``kept_new``, ``changes`` (a list of ``{item, message, role,
     tool, old, new}``)."""
 
     old: RuleSource
@@ -252,7 +252,7 @@ class Diff(Task):
         return [{"conversation": conversation.name, "format": fmt, "tokens_before": before.tokens_before,
                  "tokens_after_old": before.tokens_after, "tokens_after_new": after.tokens_after,
                  "cost_old": costs[0].cost, "cost_new": costs[1].cost, "recall_old": costs[0].recall,
-                 "recall_new": costs[1].recall, "references": sum(costs[0].referenced),
+                 "recall_new": costs[1].recall, "referenced": sum(costs[0].referenced),
                  "kept_old": sum(costs[0].kept), "kept_new": sum(costs[1].kept),
                  "changes": [asdict(c) for c in decision_changes(before, after)]}]
 

@@ -167,7 +167,7 @@ def _print_replay(args, price, results: Sequence[dict]) -> None:
                      ratio(r["cached_tokens"], r["prompt_tokens"]), f"{r['cost']:,.0f}", ratio(r["cost"], base["cost"]),
                      f"{r['recall']:.3f}"))
     print(f"{name}: replayed {base['rounds']} rounds; prices: cached {price.cached}, uncached {price.uncached} "
-          f"({price.name}); {cache}; recall: {base['references']:,} references")
+          f"({price.name}); {cache}; recall: {base['referenced']:,} references")
     print(table(rows, right={1, 2, 3, 4, 5, 6, 7, 8}))
     if args.plot:
         plot_rounds([SimpleNamespace(label=r["ruleset"], rounds=r["rounds"], prompt_tokens=r["prompt_tokens_by_round"])
@@ -187,7 +187,7 @@ def cmd_diff(args) -> int:
             totals[1] += row["tokens_after_new"]
             totals[2] += row["cost_old"]
             totals[3] += row["cost_new"]
-            referenced += row["references"]
+            referenced += row["referenced"]
             kept_old += row["kept_old"]
             kept_new += row["kept_new"]
             changes = row["changes"]

@@ -1,0 +1,117 @@
+"""Whole-corpus throughput: ``stats`` and ``replay`` with ``--jobs 1`` and ``--jobs 2``, and the
+peak memory of a worker, with the issue-17 targets.
+
+* Throughput: the tau-bench and tau2 files of tests/data/traces/ (335 short conversations in 3
+  files), through ``rules_compact.cli.main`` in this process (its output to /dev/null: parsing,
+  the worker pool, computing and printing, not the interpreter's start), ``--repeats`` times
+  each, ``--jobs 1`` and ``--jobs 2`` interleaved so that load that comes and goes hits both
+  alike; the fastest run of each is kept.  Conversations per second per core is the
+  ``--jobs 1`` rate (one core), and the ``--jobs 2`` rate over 2.
+* Memory: the largest trace files (the biggest tau-bench file and the biggest Claude Code
+  session), each read and computed (stats, replay, diff of the default against
+  keep-recent-results) by a spawned worker process; its peak resident set (``ru_maxrss``),
+  the interpreter, the imports and the compiled rules included.
+
+The load average is printed before and after: on a shared machine the ratio only means
+something when the load is low (under about 1 on 2 cores).
+
+Usage:
+    python3 bench/corpus.py               # about a minute on 2 cores
+    python3 bench/corpus.py --repeats 5 --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import multiprocessing
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rules_compact import batch  # noqa: E402
+from rules_compact.cli import main as cli  # noqa: E402
+from speed import machine  # noqa: E402
+
+TRACES = ROOT / "tests" / "data" / "traces"
+SHORT = sorted(str(p) for p in [*TRACES.glob("tau-bench/*.json"), *TRACES.glob("tau2-bench/*.json")])
+LARGEST = [TRACES / "tau-bench" / "gpt-4o-airline.json",
+           TRACES / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"]
+SPEEDUP_TARGET = 1.8
+MEMORY_TARGET_MB = 200
+
+
+def timed(argv: list[str]) -> float:
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        started = time.perf_counter()
+        code = cli(argv)
+        elapsed = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"{' '.join(argv)}: exit code {code}")
+    return elapsed
+
+
+def peak_mb(command: str, path: str) -> tuple[float, int]:
+    """In a fresh worker: the peak resident set (MB) after computing ``command``'s rows of ``path``."""
+    task = {"stats": lambda: batch.Stats.of(["default"]),
+            "replay": lambda: batch.Replays.of(["default"]),
+            "diff": lambda: batch.Diff.of("default", "preset:keep-recent-results")}[command]()
+    result = batch.read_rows(task, path)
+    if result.error is not None:
+        raise result.error
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, result.conversations
+
+
+def load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default 3)")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every target is met")
+    args = parser.parse_args(argv)
+    print(machine())
+    print(f"load average (1/5/15 min) before: {load()}")
+    conversations = sum(r.conversations for r in batch.run(batch.Stats.of(["default"]), SHORT, jobs=1))
+    print(f"throughput: {len(SHORT)} files, {conversations} conversations (tau-bench, tau2); "
+          f"best of {args.repeats}")
+    missed = []
+    for command in ("stats", "replay"):
+        best = {1: float("inf"), 2: float("inf")}
+        for _ in range(args.repeats):
+            for jobs in best:
+                best[jobs] = min(best[jobs], timed([command, *SHORT, "--jobs", str(jobs)]))
+        rate = {jobs: conversations / seconds for jobs, seconds in best.items()}
+        speedup = rate[2] / rate[1]
+        verdict = "met" if speedup >= SPEEDUP_TARGET else "MISSED"
+        print(f"  {command:<6}  --jobs 1: {best[1]:6.2f} s, {rate[1]:7,.0f} conversations/s (per core)   "
+              f"--jobs 2: {best[2]:6.2f} s, {rate[2]:7,.0f} conversations/s ({rate[2] / 2:,.0f} per core)   "
+              f"x{speedup:.2f} (target >= {SPEEDUP_TARGET}: {verdict})")
+        if verdict != "met":
+            missed.append(f"{command} speed-up")
+    print(f"peak memory of a worker (spawned; target < {MEMORY_TARGET_MB} MB):")
+    context = multiprocessing.get_context("spawn")
+    for path in LARGEST:
+        for command in ("stats", "replay", "diff"):
+            with context.Pool(1) as pool:  # a fresh process for each: its peak is this file's
+                mb, count = pool.apply(peak_mb, (command, str(path)))
+            verdict = "met" if mb < MEMORY_TARGET_MB else "MISSED"
+            print(f"  {path.relative_to(TRACES)} ({path.stat().st_size / 2**20:.1f} MB, {count} conversations) "
+                  f"{command:<6}: {mb:6.1f} MB ({verdict})")
+            if verdict != "met":
+                missed.append(f"{command} memory on {path.name}")
+    print(f"load average (1/5/15 min) after: {load()}")
+    if missed:
+        print("missed: " + ", ".join(missed))
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
