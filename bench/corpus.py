@@ -62,10 +62,10 @@ def peak_mb(command: str, path: str) -> tuple[float, int]:
     task = {"stats": lambda: batch.Stats.of(["default"]),
             "replay": lambda: batch.Replays.of(["default"]),
             "diff": lambda: batch.Diff.of("default", "preset:keep-recent-results")}[command]()
-    result = batch.read_rows(task, path)
+    result = batch.read_results(task, path)
     if result.error is not None:
         raise result.error
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, result.conversations
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(result.results)
 
 
 def load() -> str:
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     print(machine())
     print(f"load average (1/5/15 min) before: {load()}")
-    conversations = sum(r.conversations for r in batch.run(batch.Stats.of(["default"]), SHORT, jobs=1))
+    conversations = sum(len(r.results) for r in batch.run(batch.Stats.of(["default"]), SHORT, jobs=1))
     print(f"throughput: {len(SHORT)} files, {conversations} conversations (tau-bench, tau2); "
           f"best of {args.repeats}")
     missed = []

@@ -11,12 +11,13 @@ Each task maps
 
 * a conversation to its rows: ``task.rows(conversation)``;
 * a file to the rows of all its conversations: ``task.file_rows(path)`` (InputError for a bad
-  file), or :func:`read_rows` (the file's error and warnings as data);
+  file), or :func:`read_results` (each conversation's result, the file's error and warnings
+  as data);
 * JSON text, such as a JSONL line holding one request body: ``task.text_rows(text, name)``.
 
 :func:`run` maps files on worker processes (``jobs``) or on a Dask cluster (``scheduler``), in
 input order, each file read by the worker that handles it; :func:`write_table` writes rows as
-JSONL or Parquet.  Rows are dicts of JSON values, one shape per task (docs/batch.md).  With
+JSONL or Parquet.  Rows are the ``--json`` objects (docs/json.md), one shape per task; docs/batch.md has more.  With
 Dask directly::
 
     import dask.bag as db
@@ -32,26 +33,23 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .analysis import conversation_stats, decision_changes
 from .documents import conversations_in, dump_json_line, read_conversations_from, write_atomic
-from .engine import compact
 from .errors import InputError, RulesCompactError
 from .formats import FORMATS
 from .language.loader import parse_rules, read_source
 from .language.model import RuleSet
 from .plugins.manager import PluginError, registry
 from .readers import Conversation
-from .recall import References
-from .replay import Price, cold_rounds, parse_price, replay, round_starts
+from .replay import Price, Replay, cold_rounds, parse_price, round_starts
+from .rows import DiffRow, ReplayRow, StatsRow, diff_row, replays, stats_row
 
-__all__ = ["RuleSource", "Task", "Stats", "Replays", "Diff", "FileRows", "read_file", "read_rows", "run",
+__all__ = ["RuleSource", "Task", "Stats", "Replays", "Replayed", "Diff", "FileResult", "read_file", "read_results", "run",
            "default_jobs", "write_table", "require_table", "WorkerError"]
 
 
@@ -137,15 +135,24 @@ class Task:
 
     format: str | None
 
-    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+    def compute(self, conversation: Conversation, fmt: str | None = None):
+        """The command's result for one conversation (a row record of :mod:`rules_compact.rows`)."""
         raise NotImplementedError
+
+    def records(self, result) -> list[dict]:
+        """``compute``'s result as table rows (the ``--json`` objects)."""
+        return [result.to_dict()]
+
+    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+        """The table rows of one conversation."""
+        return self.records(self.compute(conversation, fmt))
 
     def file_rows(self, path: str) -> list[dict]:
         """The rows of every conversation in a file; InputError for a bad file."""
-        result = read_rows(self, path)
+        result = read_results(self, path)
         if result.error is not None:
             raise result.error
-        return list(result.rows)
+        return result.rows(self)
 
     def text_rows(self, text: str, name: str = "<text>") -> list[dict]:
         """The rows of the conversations in JSON or JSONL text (a line of ``dask.bag.read_text``)."""
@@ -155,10 +162,7 @@ class Task:
 
 @dataclass(frozen=True)
 class Stats(Task):
-    """``stats``: one row per conversation: tokens before and after the passes, what each rule saved.
-
-    Row: ``conversation``, ``format``, ``messages``, ``tool_results``, ``tokens_before``,
-    ``tokens_after``, ``saved_by_rule`` (a list of ``{rule, tokens}``, in pass and rule order)."""
+    """``stats``: a :class:`~rules_compact.rows.StatsRow` per conversation."""
 
     passes: tuple[RuleSource, ...]
     format: str | None = None
@@ -167,23 +171,25 @@ class Stats(Task):
     def of(cls, rules: Sequence[str] = ("default",), format: str | None = None) -> Stats:
         return cls(tuple(RuleSource.read(r) for r in rules or ("default",)), format)
 
-    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
-        fmt = fmt or self.format or conversation.format
-        stats = conversation_stats(conversation.name, conversation.messages, [p.load() for p in self.passes], fmt)
-        return [{"conversation": conversation.name, "format": stats.report.format, "messages": stats.messages,
-                 "tool_results": stats.tool_results, "tokens_before": stats.report.tokens_before,
-                 "tokens_after": stats.report.tokens_after,
-                 "saved_by_rule": [{"rule": rule, "tokens": saved} for rule, saved in stats.saved_by_rule.items()]}]
+    def compute(self, conversation: Conversation, fmt: str | None = None) -> StatsRow:
+        return stats_row(conversation.name, conversation.messages, [p.load() for p in self.passes],
+                         fmt or self.format or conversation.format)
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One conversation replayed: a row per rule set, the replays themselves (their rounds, for
+    ``--plot``), and whether the log has timestamps (without, the cache never expires)."""
+
+    rows: tuple[ReplayRow, ...]
+    replays: tuple[Replay, ...]
+    timestamps: bool
 
 
 @dataclass(frozen=True)
 class Replays(Task):
-    """``replay``: one row per conversation and rule set (``none`` first: no compaction).
-
-    Row: ``conversation``, ``format``, ``ruleset``, ``rounds``, ``prompt_tokens``,
-    ``cached_tokens``, ``cost``, ``recall``, ``referenced``, ``kept``,
-    ``expired_rounds`` (rounds that found the cache expired; null unless ``cache_expiry`` and
-    the log has timestamps), ``price``, ``prompt_tokens_by_round``."""
+    """``replay``: per conversation, a :class:`~rules_compact.rows.ReplayRow` per rule set,
+    ``none`` (no compaction) first."""
 
     sets: tuple[tuple[str, tuple[RuleSource, ...] | None], ...]  # (label, passes); None: no compaction
     price: Price
@@ -193,43 +199,33 @@ class Replays(Task):
     @classmethod
     def of(cls, rules: Sequence[str] = ("default",), compare: Sequence[str] = (), price: str | Price = "anthropic",
            cache_expiry: bool = False, format: str | None = None) -> Replays:
-        price = parse_price(price) if isinstance(price, str) else price
-        if cache_expiry and price.lifetime is None:
-            raise InputError(f"--cache-expiry: the price {price.name!r} has no cache lifetime; "
+        profile = parse_price(price) if isinstance(price, str) else price
+        if cache_expiry and profile.lifetime is None:
+            raise InputError(f"--cache-expiry: the price {profile.name!r} has no cache lifetime; "
                              "give one as CACHED,UNCACHED,LIFETIME or use a profile")
-        primary = tuple(rules or ("default",))
+        primary = tuple(rules or ("default",))  # as in apply: the bundled default unless -r says otherwise
         sets = [("none", None), (" + ".join(primary), tuple(RuleSource.read(r) for r in primary))]
         sets += [(name, (RuleSource.read(name),)) for name in compare]
-        return cls(tuple(sets), price, cache_expiry, format)
+        return cls(tuple(sets), profile, cache_expiry, format)
 
-    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
+    def compute(self, conversation: Conversation, fmt: str | None = None) -> Replayed:
         fmt = fmt or self.format or conversation.format
         messages = conversation.messages
-        starts = round_starts(messages, fmt)
-        references = References(messages, FORMATS[fmt], starts)
-        results = [replay(messages, None if passes is None else [p.load() for p in passes], fmt, self.price, label,
-                          references=references) for label, passes in self.sets]
-        expired = None
-        if self.cache_expiry and conversation.timestamps is not None:
-            cold = cold_rounds(conversation.timestamps, starts, self.price.lifetime)
-            results = [r.expire(cold) for r in results]
-            expired = sum(cold)
-        return [{"conversation": conversation.name, "format": fmt, "ruleset": r.label, "rounds": r.rounds,
-                 "prompt_tokens": r.total_prompt, "cached_tokens": r.total_cached, "cost": r.cost,
-                 "recall": r.recall, "referenced": sum(r.referenced), "kept": sum(r.kept),
-                 "expired_rounds": expired, "price": self.price.name,
-                 "prompt_tokens_by_round": list(r.prompt_tokens)} for r in results]
+        cold = None
+        if self.cache_expiry:
+            cold = cold_rounds(conversation.timestamps, round_starts(messages, fmt), self.price.lifetime)
+        sets = [(label, None if passes is None else [p.load() for p in passes]) for label, passes in self.sets]
+        results = replays(messages, fmt, sets, self.price, cold)
+        return Replayed(tuple(ReplayRow.of(conversation.name, r, cold) for r in results), tuple(results),
+                        conversation.timestamps is not None)
+
+    def records(self, result: Replayed) -> list[dict]:
+        return [row.to_dict() for row in result.rows]
 
 
 @dataclass(frozen=True)
 class Diff(Task):
-    """``diff``: one row per conversation: the items whose decision changes from ``old`` to ``new``,
-    and what that does to tokens, replay cost and recall.
-
-    Row: ``conversation``, ``format``, ``tokens_before``, ``tokens_after_old``,
-    ``tokens_after_new``, ``cost_old``, ``cost_new``, ``recall_old``, ``recall_new``,
-    ``referenced``, ``kept_old``, ``kept_new``, ``changes`` (a list of ``{item, message, role,
-    tool, old, new}``)."""
+    """``diff``: a :class:`~rules_compact.rows.DiffRow` per conversation, ``old`` against ``new``."""
 
     old: RuleSource
     new: RuleSource
@@ -241,43 +237,34 @@ class Diff(Task):
         old_rules, new_rules = RuleSource.read(old), RuleSource.read(new)
         return cls(old_rules, new_rules, parse_price(price) if isinstance(price, str) else price, format)
 
-    def rows(self, conversation: Conversation, fmt: str | None = None) -> list[dict]:
-        fmt = fmt or self.format or conversation.format
-        messages, old, new = conversation.messages, self.old.load(), self.new.load()
-        before = compact(messages, [old], format=fmt).report
-        after = compact(messages, [new], format=fmt).report
-        references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-        costs = [replay(messages, [rules], fmt, self.price, label, references=references)
-                 for label, rules in (("old", old), ("new", new))]
-        return [{"conversation": conversation.name, "format": fmt, "tokens_before": before.tokens_before,
-                 "tokens_after_old": before.tokens_after, "tokens_after_new": after.tokens_after,
-                 "cost_old": costs[0].cost, "cost_new": costs[1].cost, "recall_old": costs[0].recall,
-                 "recall_new": costs[1].recall, "referenced": sum(costs[0].referenced),
-                 "kept_old": sum(costs[0].kept), "kept_new": sum(costs[1].kept),
-                 "changes": [asdict(c) for c in decision_changes(before, after)]}]
+    def compute(self, conversation: Conversation, fmt: str | None = None) -> DiffRow:
+        return diff_row(conversation.name, conversation.messages, fmt or self.format or conversation.format,
+                        self.old.load(), self.new.load(), self.price)
 
 
 @dataclass(frozen=True)
-class FileRows:
-    """One file's rows, how many conversations it held, its warnings, and the error that stopped
-    it (then no rows)."""
+class FileResult:
+    """One file's results (one per conversation, ``Task.compute``'s), its warnings, and the error
+    that stopped it (then no results)."""
 
     path: str
-    rows: tuple[dict, ...]
-    conversations: int
+    results: tuple = ()
     warnings: tuple[str, ...] = ()
     error: RulesCompactError | None = None
 
+    def rows(self, task: Task) -> list[dict]:
+        return [row for result in self.results for row in task.records(result)]
 
-def read_rows(task: Task, path: str) -> FileRows:
-    """Read one file and compute its rows; a bad file's error is returned, not raised."""
+
+def read_results(task: Task, path: str) -> FileResult:
+    """Read one file and compute its results; a bad file's error is returned, not raised."""
     warnings: list[str] = []
     try:
         found = read_file(path, task.format, warnings.append)
-        rows = tuple(row for conv, fmt in found for row in task.rows(conv, fmt))
+        results = tuple(task.compute(conv, fmt) for conv, fmt in found)
     except RulesCompactError as exc:
-        return FileRows(path, (), 0, tuple(warnings), exc)
-    return FileRows(path, rows, len(found), tuple(warnings))
+        return FileResult(path, (), tuple(warnings), exc)
+    return FileResult(path, results, tuple(warnings))
 
 
 def default_jobs() -> int:
@@ -285,29 +272,41 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def run(task: Task, paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None) -> Iterator[FileRows]:
-    """Each file's :class:`FileRows`, in the order of ``paths`` (``-``: stdin, read here).
+def run(task: Task, paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None,
+        refuse: Callable[[str], str | None] | None = None) -> Iterator[FileResult]:
+    """Each file's :class:`FileResult`, in the order of ``paths`` (``-``: stdin, read here).
 
     Files are read by the worker that handles them, a few per worker in flight, so no process
     holds more than the files it works on.  ``jobs``: worker processes (default: the cores;
     1, or a single file, computes here); ``scheduler``: a Dask scheduler's address (the
-    ``dask`` extra; the files must be readable at the same paths on its workers).  Closing the
-    iterator (or an interrupt while it waits) stops the workers."""
+    ``dask`` extra; its workers read the paths as given, so give paths they can see);
+    ``refuse``: a reason not to read a path (a glob that matched nothing), then that path's
+    InputError.  Closing the iterator (or an interrupt while it waits) stops the workers."""
     if scheduler is not None:
-        return _on_dask(task, paths, scheduler)
+        return _on_dask(task, paths, scheduler, refuse)
     jobs = min(jobs or default_jobs(), len(paths))
     if jobs <= 1:
-        return (read_rows(task, path) for path in paths)
-    return _on_processes(task, paths, jobs)
+        return (_here(task, path, refuse).result() for path in paths)
+    return _on_processes(task, paths, jobs, refuse)
 
 
-def _here(task: Task, path: str) -> Future:
+def _here(task: Task, path: str, refuse) -> Future:
+    """A path's result computed in this process (stdin, a refused path, or ``jobs`` 1)."""
     done: Future = Future()
-    done.set_result(read_rows(task, path))
+    why = refuse(path) if refuse is not None else None
+    done.set_result(FileResult(path, error=InputError(why)) if why else read_results(task, path))
     return done
 
 
-def _in_order(submit: Callable[[str], object], paths: Sequence[str], window: int) -> Iterator[FileRows]:
+def _submitter(task: Task, remote: Callable[[str], object], refuse) -> Callable[[str], object]:
+    def submit(path: str):
+        if path == "-" or (refuse is not None and refuse(path)):
+            return _here(task, path, refuse)
+        return remote(path)
+    return submit
+
+
+def _in_order(submit: Callable[[str], object], paths: Sequence[str], window: int) -> Iterator[FileResult]:
     """Submit up to ``window`` files ahead; yield their results in input order; cancel what is
     pending when stopped."""
     pending: deque = deque()
@@ -338,15 +337,15 @@ def _start_worker(task: Task) -> None:
     _TASK = task
 
 
-def _worker_rows(path: str) -> FileRows:
-    return read_rows(_TASK, path)
+def _worker_results(path: str) -> FileResult:
+    return read_results(_TASK, path)
 
 
-def _on_processes(task: Task, paths: Sequence[str], jobs: int) -> Iterator[FileRows]:
+def _on_processes(task: Task, paths: Sequence[str], jobs: int, refuse) -> Iterator[FileResult]:
     before = {child.pid for child in multiprocessing.active_children()}
     pool = ProcessPoolExecutor(jobs, initializer=_start_worker, initargs=(task,))
     try:
-        yield from _in_order(lambda p: _here(task, p) if p == "-" else pool.submit(_worker_rows, p), paths, 2 * jobs)
+        yield from _in_order(_submitter(task, lambda p: pool.submit(_worker_results, p), refuse), paths, 2 * jobs)
     except BrokenProcessPool:
         _stop(pool, before)
         raise WorkerError("a worker process stopped without an answer (killed, or out of memory?)") from None
@@ -365,7 +364,7 @@ def _stop(pool: ProcessPoolExecutor, before: set) -> None:
         child.join(5)
 
 
-def _on_dask(task: Task, paths: Sequence[str], address: str) -> Iterator[FileRows]:
+def _on_dask(task: Task, paths: Sequence[str], address: str, refuse) -> Iterator[FileResult]:
     try:
         from distributed import Client
     except ImportError:
@@ -377,8 +376,8 @@ def _on_dask(task: Task, paths: Sequence[str], address: str) -> Iterator[FileRow
     try:
         shipped = client.scatter(task, broadcast=True, hash=False)  # the rule files' text, once per worker
         window = 2 * max(1, sum(client.nthreads().values()))
-        yield from _in_order(lambda p: _here(task, p) if p == "-" else
-                             client.submit(read_rows, shipped, os.path.abspath(p), pure=False), paths, window)
+        remote = lambda p: client.submit(read_results, shipped, p, pure=False)  # noqa: E731
+        yield from _in_order(_submitter(task, remote, refuse), paths, window)
     finally:
         client.close()
 
@@ -398,20 +397,29 @@ def _pyarrow():
     return pyarrow, pyarrow.parquet
 
 
+def _arrow_table(pa, rows: list[dict]):
+    """The rows as an Arrow table; a column of mappings (``saved_by_rule``) is a map column
+    (string keys), so that rows with different keys, or none, share one type."""
+    columns = {}
+    for name in dict.fromkeys(key for row in rows for key in row):
+        values = [row.get(name) for row in rows]
+        if any(isinstance(v, dict) for v in values):
+            items = [v for value in values if value for v in value.values()]
+            kind = pa.map_(pa.string(), pa.array(items).type if items else pa.int64())
+            values = pa.array([None if v is None else list(v.items()) for v in values], type=kind)
+        columns[name] = values
+    return pa.table(columns)
+
+
 def write_table(rows: Iterable[dict], path: str) -> None:
-    """Write rows atomically: Parquet when ``path`` ends with ``.parquet`` (pyarrow), else JSONL
-    (``-``: stdout)."""
+    """Write rows atomically: Parquet when ``path`` ends with ``.parquet`` (pyarrow), else JSON Lines."""
     if path.lower().endswith(".parquet"):
         pa, pq = _pyarrow()
         out = pa.BufferOutputStream()
         try:
-            pq.write_table(pa.Table.from_pylist(list(rows)), out)
+            pq.write_table(_arrow_table(pa, list(rows)), out)
         except (pa.ArrowException, UnicodeError) as exc:
             raise InputError(f"{path}: cannot write Parquet: {exc}") from None
         write_atomic(path, out.getvalue().to_pybytes())
         return
-    text = "".join(dump_json_line(row) for row in rows)
-    if path == "-":
-        sys.stdout.write(text)
-    else:
-        write_atomic(path, text)
+    write_atomic(path, "".join(dump_json_line(row) for row in rows))

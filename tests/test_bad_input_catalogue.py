@@ -320,7 +320,8 @@ def test_output_to_a_pipe_is_written_not_replaced(tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("name,minor,code,line", [
-    ("null", 3, 0, "rules-compact: 0 items changed; 2,008 -> 2,008 chars; 503 -> 503 estimated tokens (+0.0%)"),
+    ("null", 3, 0, "rules-compact: 0 items changed; 2,008 -> 2,008 chars; 503 -> 503 estimated tokens (+0.0%); "
+                 "no step boundary yet: nothing decided"),
     ("full", 7, 2, "rules-compact: error: full: cannot write: No space left on device")], ids=["null", "full"])
 def test_output_to_a_device_is_written_not_replaced(tmp_path, monkeypatch, capsys, name, minor, code, line):
     """As root, ``-o /dev/full`` once replaced the device with a regular file. The devices here

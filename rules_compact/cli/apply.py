@@ -6,11 +6,12 @@ import sys
 
 from ..documents import dump_json, dump_json_line, write_atomic
 from ..engine import compact
+from ..engine.interpreter import NO_BOUNDARY
 from ..engine.report import Report
 from ..errors import InputError
 from ..readers import Conversation
 from .inputs import add_rules_options, read, rulesets, same_file
-from .output import OK, PROG
+from .output import OK, OVER_BUDGET, PROG
 
 __all__ = ["register", "summary"]
 
@@ -25,6 +26,9 @@ def register(add) -> None:
     p.add_argument("-o", "--output", metavar="OUTPUT", help="write here instead of stdout")
     p.add_argument("--in-place", action="store_true", help="overwrite INPUT (atomically)")
     p.add_argument("--report", metavar="REPORT.json", help="write the per-item report as JSON")
+    p.add_argument("--fail-over-budget", action="store_true",
+                   help=f"exit {OVER_BUDGET} when the result is still over a rule file's over_budget_tokens "
+                        "(the output is written all the same)")
     p.set_defaults(func=cmd_apply)
 
 
@@ -73,7 +77,7 @@ def cmd_apply(args) -> int:
             if tokens > limit:
                 print(f"{PROG}: warning: {prefix}still over budget: {tokens:,} estimated tokens > {limit:,} "
                       f"(over_budget_tokens of {ruleset!r})", file=sys.stderr)
-    return OK
+    return OVER_BUDGET if args.fail_over_budget and any(r.over_budget for r in results) else OK
 
 
 def _output(convs: list[Conversation], results: list) -> str:
@@ -91,7 +95,24 @@ def _output(convs: list[Conversation], results: list) -> str:
 
 
 def summary(report: Report) -> str:
+    """One line: items changed, characters and tokens before and after; when nothing changed, why."""
     before, after = report.tokens_before, report.tokens_after
     change = f" ({(after - before) / before:+.1%})" if before else ""
-    return (f"{report.items_changed} items changed; {report.chars_before:,} -> {report.chars_after:,} chars; "
+    line = (f"{report.items_changed} items changed; {report.chars_before:,} -> {report.chars_after:,} chars; "
             f"{before:,} -> {after:,} estimated tokens{change}")
+    return line if report.items_changed else f"{line}; {unchanged(report)}"
+
+
+def unchanged(report: Report) -> str:
+    """Why no pass changed anything: each pass's reason (named when there are several)."""
+    def why(p) -> str:
+        if not p.ran:
+            return p.reason
+        if p.unapplied:
+            return p.unapplied
+        return NO_BOUNDARY if p.reason.endswith(NO_BOUNDARY) else "no rule changed anything"
+
+    reasons = [why(p) for p in report.passes]
+    if len(report.passes) > 1:
+        reasons = [f"{p.ruleset}: {r}" for p, r in zip(report.passes, reasons)]
+    return "; ".join(reasons) or "no rule files"

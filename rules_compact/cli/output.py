@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 import time
 
-from ..documents import dump_json
+from ..documents import dump_json_line
 
 __all__ = ["PROG", "OK", "INVALID_RULES", "CHANGED", "USAGE", "BAD_INPUT", "OVER_BUDGET", "warn", "table",
-           "markdown", "share", "ratio", "print_json", "Progress"]
+           "markdown", "count", "share", "ratio", "print_json_line", "Progress"]
 
 PROG = "rules-compact"
 
@@ -39,6 +39,11 @@ def markdown(rows) -> str:
     return "\n".join(lines)
 
 
+def count(n: int, noun: str) -> str:
+    """``1 conversation``, ``2,000 conversations``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def share(before: int, after: int) -> str:
     """What share of ``before`` is gone: ``57.5%``."""
     return f"{(before - after) / before:.1%}" if before else "-"
@@ -48,8 +53,9 @@ def ratio(value: float, base: float) -> str:
     return f"{value / base:.3f}" if base else "-"
 
 
-def print_json(data) -> None:
-    sys.stdout.write(dump_json(data))
+def print_json_line(data) -> None:
+    """One JSON Lines record on stdout (what ``--json`` prints)."""
+    sys.stdout.write(dump_json_line(data))
 
 
 class Progress:

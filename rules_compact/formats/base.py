@@ -306,6 +306,10 @@ class Format:
     def assistant_text(self, msg: Any) -> str:
         return parts_text(msg.get("content")) if isinstance(msg, dict) else ""
 
+    def reasoning_text(self, msg: Any) -> str:
+        """The thinking or reasoning a message holds (for reports; none by default)."""
+        return ""
+
     def scan(self, messages: list) -> Scan:
         """Link results to calls, number spans, find user turns."""
         scan = Scan()

@@ -237,6 +237,9 @@ class OpenAIFormat(Format):
         return isinstance(msg, dict) and (any(_str(msg.get(f)) for f in REASONING_FIELDS) or any(
             b.get("type") in THINKING_BLOCKS for b in _dicts(msg.get("content"))))
 
+    def reasoning_text(self, msg: Any) -> str:
+        return "".join(_str(msg.get(f)) for f in REASONING_FIELDS) if isinstance(msg, dict) else ""
+
     def message_pieces(self, msg: Any) -> list[str]:
         if not isinstance(msg, dict):
             return []
