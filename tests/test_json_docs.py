@@ -32,12 +32,27 @@ ARGV = {
     "replay": ["replay", str(TRACE), "--compare", "preset:observation-masking", "--cache-expiry"],
     "diff": ["diff", "default", "preset:observation-masking", str(TRACE)],
     "explain": ["explain", str(TRACE)],
+    "audit": ["audit", str(TRACE)],
+    "tools": ["tools", "-r", "TOOLS"],
+    "presets": ["presets"],
 }
+
+TOOLS = """\
+version: 1
+name: tools
+tools:
+  TodoWrite: {compact: false}
+  "mcp__*": {compact: true, placeholder: "[{tool_name} output]"}
+rules:
+  - {name: clear, match: {role: tool}, action: placeholder}
+"""
 
 
 @pytest.mark.parametrize("command", sorted(ARGV))
-def test_documented_fields_are_the_printed_fields(capsys, command):
-    assert main(ARGV[command] + ["--json"]) == 0
+def test_documented_fields_are_the_printed_fields(capsys, tmp_path, command):
+    (tmp_path / "tools.yaml").write_text(TOOLS, encoding="utf-8")
+    argv = [str(tmp_path / "tools.yaml") if a == "TOOLS" else a for a in ARGV[command]]
+    assert main(argv + ["--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines
     fields = documented(command)
@@ -47,3 +62,20 @@ def test_documented_fields_are_the_printed_fields(capsys, command):
         for name, value in row.items():
             allowed = fields[name]
             assert isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed), name
+
+
+def test_audit_and_tools_rows_say_what_their_tables_say(capsys, tmp_path):
+    (tmp_path / "tools.yaml").write_text(TOOLS, encoding="utf-8")
+    rules = str(tmp_path / "tools.yaml")
+    for argv in (["audit", str(TRACE), "-r", rules], ["tools", "-r", rules]):
+        main(argv + ["--json"])
+        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        main(argv)
+        table = [re.split(r"\s{2,}", line.strip()) for line in capsys.readouterr().out.splitlines()[1:]]
+        assert [r["tool"] for r in rows] == [cells[0] for cells in table[:len(rows)]]
+        if argv[0] == "audit":
+            assert [[f"{r['calls']:,}", f"{r['results']:,}", f"{r['total_chars']:,}"] for r in rows] == \
+                [cells[1:4] for cells in table]
+        else:
+            assert [r["compact"] for r in rows] == [cells[1] == "true" for cells in table[:len(rows)]]
+            assert rows[1]["placeholder"] == "[{tool_name} output]" and rows[1]["glob"]

@@ -1,7 +1,7 @@
 """The ``rules-compact`` command: the parser, global options, and errors as one line.
 
 One module per command group (``apply``; ``validate``; ``explain``; ``stats``, ``replay`` and
-``diff`` over corpora; ``tools``, ``audit`` and ``schema``), each with ``register(add)``
+``diff`` over corpora; ``tools``, ``audit`` and ``schema``; ``presets``), each with ``register(add)``
 adding its subcommands; ``output`` prints, ``inputs`` reads."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Sequence
 from .. import __version__
 from ..documents import SURROGATES
 from ..errors import ConfigError, RulesCompactError
-from . import apply, corpus, explain, tools, validate
+from . import apply, corpus, explain, presets, tools, validate
 from .output import BAD_INPUT, PROG
 
 __all__ = ["main", "build_parser", "PROG"]
 
-COMMANDS = (apply, validate, explain, tools, corpus)
+COMMANDS = (apply, validate, explain, tools, corpus, presets)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,13 +32,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _global_options(default) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name (``default``: SUPPRESS after
+    it, so that a subcommand without them keeps what was given before it)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--strict", action="store_true", default=default,
+                         help="a plugin that fails to load is an error; validate: warn about unknown tools")
+    return options
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Compact LLM agent conversations with YAML rules.")
+    parser = _Parser(prog=PROG, description="Compact LLM agent conversations with YAML rules.",
+                     parents=[_global_options(False)])
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("--strict", action="store_true", help="a plugin that fails to load is an error")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    after = _global_options(argparse.SUPPRESS)
+
+    def add(name: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[after], **kwargs)
+
     for module in COMMANDS:
-        module.register(sub.add_parser)
+        module.register(add)
     return parser
 
 

@@ -8,7 +8,7 @@ from ..formats import FORMATS
 from ..language.schema import extended_schema, rule_schema
 from ..plugins.manager import registry
 from .inputs import add_rules_options, plugin_failures, read, rulesets
-from .output import OK, table
+from .output import OK, print_json_line, table
 
 __all__ = ["register"]
 
@@ -16,11 +16,13 @@ __all__ = ["register"]
 def register(add) -> None:
     p = add("tools", help="list every known tool, its metadata and who declared it")
     add_rules_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per tool (JSON Lines; docs/json.md)")
     p.set_defaults(func=cmd_tools)
 
     p = add("audit", help="the tools seen in a conversation, largest undeclared first")
     p.add_argument("input", metavar="INPUT")
     add_rules_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per tool (JSON Lines; docs/json.md)")
     p.set_defaults(func=cmd_audit)
 
     p = add("schema", help="print the rule-file JSON Schema, extended by plugins")
@@ -44,6 +46,12 @@ def cmd_tools(args) -> int:
     ruleset = rulesets(args)[-1]
     tools = ruleset.tools
     specs = sorted(list(tools.exact.values()) + list(tools.globs), key=lambda s: (s.is_glob, s.pattern))
+    if args.json:
+        for s in specs:
+            print_json_line({"tool": s.pattern, "glob": s.is_glob, "compact": s.compact,
+                             "placeholder": s.placeholder.text if s.placeholder else None,
+                             "summarizer": s.summarize is not None, "declared_by": s.source})
+        return OK
     rows = [("tool", "compact", "placeholder", "summarizer", "declared by")] + [
         (s.pattern, str(s.compact).lower(), s.placeholder.text if s.placeholder else "-",
          "yes" if s.summarize else "-", s.source) for s in specs]
@@ -67,7 +75,15 @@ def cmd_audit(args) -> int:
                 row[2] += len(item.text)
                 row[3] = max(row[3], len(item.text))
     order = sorted(stats.items(), key=lambda kv: (ruleset.tools.lookup(kv[0]) is not None, -kv[1][2], kv[0]))
+    if args.json:
+        for name, (calls, results, total, largest) in order:
+            spec = ruleset.tools.lookup(name)
+            print_json_line({"tool": name, "calls": calls, "results": results, "total_chars": total,
+                             "largest": largest, "declared": spec is not None,
+                             "compact": ruleset.tools.compactable(name),
+                             "declared_by": spec.source if spec else None})
+        return OK
     rows = [("tool", "calls", "results", "total chars", "largest", "declared")] + [
-        (name, str(c), str(r), f"{t:,}", f"{m:,}", _declared(ruleset, name)) for name, (c, r, t, m) in order]
+        (name, f"{c:,}", f"{r:,}", f"{t:,}", f"{m:,}", _declared(ruleset, name)) for name, (c, r, t, m) in order]
     print(table(rows, right={1, 2, 3, 4}))
     return OK

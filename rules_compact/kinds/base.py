@@ -53,7 +53,8 @@ class ActionKind:
     """A named action: ``compile(options, ctx, path)`` returns an Action.  ``item_only``:
     it edits nothing but the item's own message, so its decisions can be kept across calls.
     ``reads_request``: what it does depends on the whole request (``editor.breakpoints()``),
-    so items are edited one by one in order, and its decisions are never kept."""
+    so items are edited one by one in order, and its decisions are never kept.  ``items``:
+    the item kinds it can change (``validate`` warns about a rule that matches none of them)."""
 
     name: str
     compile: Callable[[Any, "CompileContext", str], "Action"]
@@ -61,6 +62,7 @@ class ActionKind:
     schema: dict | None = None
     item_only: bool = False
     reads_request: bool = False
+    items: tuple[str, ...] = ITEM_KINDS
 
 
 Select = Callable[[list, "Facts"], list]

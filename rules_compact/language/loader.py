@@ -22,7 +22,10 @@ __all__ = ["load_rules", "parse_rules", "check_rules", "read_source"]
 
 
 def load_rules(source: str | os.PathLike) -> RuleSet:
-    """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text; raises ConfigError."""
+    """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text.
+
+    Raises ConfigError (``.problems``) for an invalid rule file, InputError for one that cannot
+    be read (missing, a folder, no such preset) or a source that is no str or path."""
     text, file = read_source(source)
     return parse_rules(text, file)
 
@@ -37,6 +40,8 @@ def read_source(source: str | os.PathLike) -> tuple[str, str]:
         raise InputError(f"{source}: no such preset; available: default, "
                          + ", ".join(f"preset:{n}" for n in preset_names()))
     path = Path(path or source)
+    if path.name in preset_names() and not path.exists():
+        raise InputError(f"{path}: no such rule file; the preset is preset:{path.name}")
     limit = max_rules_bytes()
     try:
         if path.is_dir():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...language.templates import Variables
-from ..base import Action, ActionKind, with_defaults
+from ..base import Action, ActionKind, with_defaults, RESULT
 
 def compile_placeholder(options, ctx, path) -> Action:
     text_path = path if isinstance(options, str) else f"{path}.text"
@@ -108,4 +108,4 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
 
 KIND = ActionKind('placeholder', compile_placeholder,
                   "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}.",
-                  SCHEMA, item_only=True)
+                  SCHEMA, item_only=True, items=(RESULT,))

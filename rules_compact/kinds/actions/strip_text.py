@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import Action, ActionKind, with_defaults
+from ..base import Action, ActionKind, with_defaults, TURN
 from ..estimators import utf16_len
 
 #: What strip-text writes when the text it removes is all a message holds and the rule gives no
@@ -92,4 +92,4 @@ SCHEMA = {'type': ['null', 'object'],
 
 KIND = ActionKind('strip-text', compile_strip_text,
                   'On an assistant turn with tool calls, remove text and thinking/reasoning; tool calls stay.',
-                  SCHEMA, item_only=True)
+                  SCHEMA, item_only=True, items=(TURN,))
