@@ -25,13 +25,14 @@ Dask directly::
 
     task = batch.Stats.of(["default"])
     rows = db.from_sequence(paths, npartitions=64).map(task.file_rows).flatten()
-    frame = rows.to_dataframe()
+    batch.write_table(rows.compute(), "stats.parquet")
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+from abc import ABC, abstractmethod
 import signal
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -129,15 +130,15 @@ def read_file(path: str, forced: str | None, warn: Callable[[str], None]) -> lis
     return out
 
 
-class Task:
+class Task(ABC):
     """What one command computes per conversation; subclasses are frozen dataclasses with a
     ``format`` (None: each conversation's detected format)."""
 
     format: str | None
 
+    @abstractmethod
     def compute(self, conversation: Conversation, fmt: str | None = None):
         """The command's result for one conversation (a row record of :mod:`rules_compact.rows`)."""
-        raise NotImplementedError
 
     def records(self, result) -> list[dict]:
         """``compute``'s result as table rows (the ``--json`` objects)."""
@@ -376,7 +377,10 @@ def _on_dask(task: Task, paths: Sequence[str], address: str, refuse) -> Iterator
     try:
         shipped = client.scatter(task, broadcast=True, hash=False)  # the rule files' text, once per worker
         window = 2 * max(1, sum(client.nthreads().values()))
-        remote = lambda p: client.submit(read_results, shipped, p, pure=False)  # noqa: E731
+
+        def remote(path: str):
+            return client.submit(read_results, shipped, path, pure=False)
+
         yield from _in_order(_submitter(task, remote, refuse), paths, window)
     finally:
         client.close()
