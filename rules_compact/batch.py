@@ -30,6 +30,7 @@ Dask directly::
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from abc import ABC, abstractmethod
@@ -335,6 +336,7 @@ def _start_worker(task: Task) -> None:
     global _TASK
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler inherited through fork
+    gc.freeze()  # what the parent made stays shared: the collector need not touch (and copy) it
     _TASK = task
 
 
