@@ -14,8 +14,9 @@ peak memory of a worker, with the issue-17 targets.
   keep-recent-results) by a spawned worker process; its peak resident set (``ru_maxrss``),
   the interpreter, the imports and the compiled rules included.
 
-The load average is printed before and after: on a shared machine the ratio only means
-something when the load is low (under about 1 on 2 cores).
+The load average is printed before and after, and a control: the speed-up 2 processes get on a
+pure-Python busy loop. On a shared machine the ratios only mean something when the control is
+near 2.
 
 Usage:
     python3 bench/corpus.py               # about a minute on 2 cores
@@ -101,6 +102,28 @@ def scheduled_speedup(command: str, workers: int = 2) -> float:
     return sum(costs) / max(free)
 
 
+def spin(n: int = 5_000_000) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def control_speedup() -> float:
+    """What 2 processes gain here on pure computation, nothing shared: a busy loop twice in this
+    process against once in each of 2 forked ones. Near 2 on idle cores; on a shared machine it
+    says how much of a second core the other jobs leave."""
+    started = time.perf_counter()
+    spin(), spin()
+    serial = time.perf_counter() - started
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pool.apply(spin, (10,))  # the workers are up
+        started = time.perf_counter()
+        pool.map(spin, [5_000_000, 5_000_000], chunksize=1)
+        parallel = time.perf_counter() - started
+    return serial / parallel
+
+
 def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -115,6 +138,7 @@ def main(argv=None) -> int:
     conversations = sum(len(r.results) for r in batch.run(batch.Stats.of(["default"]), SHORT, jobs=1))
     print(f"throughput: {len(SHORT)} files, {conversations} conversations (tau-bench, tau2); "
           f"best of {args.repeats}")
+    print(f"control: a busy loop on 2 processes runs x{control_speedup():.2f} as fast as on 1")
     missed = []
     for command in ("stats", "replay"):
         best = {1: float("inf"), 2: float("inf")}
@@ -144,6 +168,7 @@ def main(argv=None) -> int:
                   f"{command:<6}: {mb:6.1f} MB ({verdict})")
             if verdict != "met":
                 missed.append(f"{command} memory on {path.name}")
+    print(f"control: a busy loop on 2 processes runs x{control_speedup():.2f} as fast as on 1")
     print(f"load average (1/5/15 min) after: {load()}")
     if missed:
         print("missed: " + ", ".join(missed))
