@@ -17,7 +17,8 @@ from .limits import max_input_bytes
 from .readers import Conversation, read_conversations
 from .readers.reading import decode
 
-__all__ = ["read_conversations_from", "dump_json", "dump_json_pieces", "dump_json_line", "write_atomic", "write_text"]
+__all__ = ["read_conversations_from", "conversations_in", "dump_json", "dump_json_pieces", "dump_json_line",
+           "write_atomic", "write_text"]
 
 
 def _read_bytes(source: str) -> bytes:
@@ -68,7 +69,12 @@ def read_conversations_from(source: str) -> list[Conversation]:
     agent logs :mod:`rules_compact.readers` knows, converted to API message lists; InputError
     (``NAME: message I: ...``) for a message a model API would reject for its shape."""
     name = "<stdin>" if source == "-" else source
-    conversations = read_conversations(decode(_read_bytes(source), name), name)  # the bytes go once decoded
+    return conversations_in(decode(_read_bytes(source), name), name)  # the bytes go once decoded
+
+
+def conversations_in(raw: bytes | str, name: str) -> list[Conversation]:
+    """Like :func:`read_conversations_from` for bytes already read (or their text), labelled ``name``."""
+    conversations = read_conversations(raw, name)
     for conv in conversations:
         try:
             FORMATS[conv.format].check(conv.messages)
@@ -93,9 +99,9 @@ def dump_json_line(data: Any) -> str:
     return jsontext.dumps(data, indent=None) + "\n"
 
 
-def write_atomic(path: str, text: str | Iterable[str]) -> None:
-    """Write ``text`` (a string, or its pieces) to ``path`` so that a failure, an interrupt or
-    SIGTERM leaves no partial file.
+def write_atomic(path: str, text: str | bytes | Iterable[str]) -> None:
+    """Write ``text`` (a string, bytes, or a string's pieces) to ``path`` so that a failure, an
+    interrupt or SIGTERM leaves no partial file.
 
     A regular file (or a new one) is written to ``.NAME.PID.XXXXXXXX.tmp`` in its folder and
     renamed over it; one left by a killed run is removed by the next write of NAME once process
@@ -116,7 +122,7 @@ def write_atomic(path: str, text: str | Iterable[str]) -> None:
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors=SURROGATES) as fh:
+        with _opened(fd, text) as fh:
             write_text(fh, text)
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
@@ -128,15 +134,22 @@ def write_atomic(path: str, text: str | Iterable[str]) -> None:
         raise
 
 
-def write_text(fh, text: str | Iterable[str]) -> None:
-    """Write a string, or its pieces one after the other."""
-    for piece in (text,) if isinstance(text, str) else text:
+def write_text(fh, text: str | bytes | Iterable[str]) -> None:
+    """Write a string (or bytes), or a string's pieces one after the other."""
+    for piece in (text,) if isinstance(text, (str, bytes)) else text:
         fh.write(piece)
 
 
-def _write_stream(path: str, text: str | Iterable[str]) -> None:
+def _opened(file, text: str | bytes | Iterable[str]):
+    """``file`` (a path or a descriptor) open for writing ``text``: binary for bytes."""
+    if isinstance(text, bytes):
+        return open(file, "wb")
+    return open(file, "w", encoding="utf-8", errors=SURROGATES)
+
+
+def _write_stream(path: str, text: str | bytes | Iterable[str]) -> None:
     try:
-        with open(path, "w", encoding="utf-8", errors=SURROGATES) as fh:
+        with _opened(path, text) as fh:
             write_text(fh, text)
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None

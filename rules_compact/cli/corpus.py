@@ -1,21 +1,24 @@
 """``stats``, ``replay``, ``diff``: what rule sets do over conversations (files, folders, globs).
 
-Each reads its inputs as a ``Corpus`` (a bad file is reported and skipped; the exit code is 2
-when any was) and computes one row per conversation (:mod:`rules_compact.rows`): ``--json``
-prints the rows as JSON Lines, otherwise they become a table."""
+Each expands its inputs as a ``Corpus`` and computes one row per conversation
+(:mod:`rules_compact.rows`) through :func:`rules_compact.batch.run`: on ``--jobs`` worker
+processes or a Dask ``--scheduler``, each file read by the worker that handles it, the results
+in input order (a bad file is reported and skipped; the exit code is 2 when any was).
+``--json`` prints the rows as JSON Lines, ``--table`` writes them to a file; otherwise they
+become a table."""
 
 from __future__ import annotations
 
+import argparse
 import os
+from contextlib import closing
+from typing import Iterator
 
-from ..errors import InputError
-from ..language.loader import load_rules
+from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds, pyplot_for
-from ..replay import cold_rounds, parse_price, round_starts
-from ..rows import (DiffRow, ReplayRow, StatsRow, diff_row, diff_total, replay_total, replays, stats_row,
-                    stats_total)
-from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, rulesets
-from .output import CHANGED, OK, count, markdown, print_json_line, progress, progress_done, ratio, share, table
+from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
+from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, unreadable
+from .output import CHANGED, OK, Progress, count, markdown, print_json_line, ratio, share, table, warn
 
 __all__ = ["register"]
 
@@ -28,6 +31,7 @@ def register(add) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_rules_options(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
+    add_batch_options(p)
     p.set_defaults(func=cmd_stats)
 
     p = add("replay", help="replay round by round: prompt tokens, cache hits and cost")
@@ -47,6 +51,7 @@ def register(add) -> None:
                         "conversations, one file each: NAME-1.png, NAME-2.png ...")
     p.add_argument("--json", action="store_true", help="one JSON object per conversation and rule set "
                                                        "(JSON Lines; docs/json.md)")
+    add_batch_options(p)
     p.set_defaults(func=cmd_replay)
 
     p = add("diff", help="items whose decision changes between two rule sets, and the cost impact")
@@ -60,20 +65,75 @@ def register(add) -> None:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--exit-code", action="store_true",
                    help=f"exit {CHANGED} when any decision changes (for CI; 2 still means an input failed)")
+    add_batch_options(p)
     p.set_defaults(func=cmd_diff)
 
 
+def add_batch_options(p) -> None:
+    p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                   help=f"worker processes (default: the cores, here {default_jobs()}); the output is the same")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="compute on a Dask cluster, such as tcp://HOST:8786 (needs rules-compact[dask]); "
+                        "its workers read the inputs at the paths given")
+    p.add_argument("--table", metavar="FILE",
+                   help="also write the rows (as --json prints them) to FILE: JSON Lines, or Parquet for a "
+                        ".parquet FILE (needs rules-compact[parquet])")
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, 1 or more, got {text!r}")
+    return value
+
+
+def _results(args, task: Task, corpus: Corpus) -> Iterator[FileResult]:
+    """Each file's results in input order, its warnings printed; a bad file is reported and
+    skipped; a progress bar on a terminal; the rows written to ``--table`` at the end."""
+    if args.table:
+        require_table(args.table)
+    progress = Progress([_size(path) for path in corpus.paths])
+    rows: list[dict] = []
+    with closing(run(task, corpus.paths, jobs=args.jobs, scheduler=args.scheduler, refuse=unreadable)) as results:
+        for result in results:
+            if result.warnings or result.error is not None:
+                progress.clear()
+            for message in result.warnings:
+                warn(message)
+            if result.error is not None:
+                corpus.fail(result.path, str(result.error))
+            else:
+                corpus.files += 1
+                if args.table:
+                    rows += result.rows(task)
+            progress.advance(len(result.results))
+            if result.error is None:
+                yield result
+    progress.close()
+    if args.table:
+        write_table(rows, args.table)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def cmd_stats(args) -> int:
-    sets = rulesets(args)
-    corpus = Corpus(args.inputs, args.format)
+    plugin_failures(args)
+    task = Stats.of(args.rules or ["default"], args.format)
+    corpus = Corpus(args.inputs)
     rows: list[StatsRow] = []
-    for conv, fmt in corpus:
-        row = stats_row(conv.name, conv.messages, sets, fmt)
-        rows.append(row)
-        if args.json:
-            print_json_line(row.to_dict())
-        progress(len(rows), conv.name)
-    progress_done(len(rows))
+    for result in _results(args, task, corpus):
+        for row in result.results:
+            rows.append(row)
+            if args.json:
+                print_json_line(row.to_dict())
     if not args.json and rows:
         print(table([("conversation", "messages", "tool results", "tokens before", "tokens after", "saved",
                       "saved by rule")] + [_stats_cells(r) for r in rows + [stats_total(rows)]],
@@ -116,41 +176,34 @@ def _plot_path(path: str, index: int) -> str:
 
 def cmd_replay(args) -> int:
     plugin_failures(args)
-    price = parse_price(args.price)
-    if args.cache_expiry and price.lifetime is None:
-        raise InputError(f"--cache-expiry: the price {args.price!r} has no cache lifetime; "
-                         "give one as CACHED,UNCACHED,LIFETIME or use a profile")
     if args.plot:
         pyplot_for(args.plot)
-    primary = args.rules or ["default"]  # as in apply: the bundled default unless -r says otherwise
-    sets = [("none", None), (" + ".join(primary), [load_rules(r) for r in primary])]
-    sets += [(name, [load_rules(name)]) for name in args.compare or []]
-    corpus = Corpus(args.inputs, args.format)
+    task = Replays.of(args.rules or ["default"], args.compare or [], args.price, args.cache_expiry, args.format)
+    price, sets = task.price, len(task.sets)
+    corpus = Corpus(args.inputs)
     rows: list[ReplayRow] = []
-    plots: list[tuple[str, list]] = []
-    for conv, fmt in corpus:
-        name, messages = conv.name, conv.messages
-        cold = None
-        cache = "cache never expires"
-        if args.cache_expiry:
-            cold = cold_rounds(conv.timestamps, round_starts(messages, fmt), price.lifetime)
-            cache = (f"cache expires after {_lifetime(price.lifetime)}: {sum(cold)} rounds found it expired"
-                     if conv.timestamps is not None else "no timestamps in this log: cache never expires")
-        results = replays(messages, fmt, sets, price, cold)
-        mine = [ReplayRow.of(name, r, cold) for r in results]
-        rows += mine
-        if args.plot:
-            plots.append((name, results))
-        if args.json:
-            for row in mine:
-                print_json_line(row.to_dict())
-            continue
-        print(("\n" if len(rows) > len(mine) else "")
-              + f"{name}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
-              f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references")
-        print(_replay_table(mine))
-    if not args.json and len(rows) > len(sets):
-        print(f"\ntotal: {count(len(rows) // len(sets), 'conversation')}")
+    plots: list[tuple[str, tuple]] = []
+    for result in _results(args, task, corpus):
+        for replayed in result.results:
+            mine = replayed.rows
+            name = mine[0].conversation
+            rows += mine
+            if args.plot:
+                plots.append((name, replayed.replays))
+            if args.json:
+                for row in mine:
+                    print_json_line(row.to_dict())
+                continue
+            cache = "cache never expires"
+            if args.cache_expiry:
+                cache = (f"cache expires after {_lifetime(price.lifetime)}: {mine[0].cold_rounds} rounds found it "
+                         "expired" if replayed.timestamps else "no timestamps in this log: cache never expires")
+            print(("\n" if len(rows) > len(mine) else "")
+                  + f"{name}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
+                  f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references")
+            print(_replay_table(list(mine)))
+    if not args.json and len(rows) > sets:
+        print(f"\ntotal: {count(len(rows) // sets, 'conversation')}")
         print(_replay_table(replay_total(rows)))
     for index, (name, results) in enumerate(plots, 1):
         plot_rounds(results, args.plot if len(plots) == 1 else _plot_path(args.plot, index), title=name)
@@ -159,14 +212,14 @@ def cmd_replay(args) -> int:
 
 def cmd_diff(args) -> int:
     plugin_failures(args)
-    old, new = load_rules(args.old), load_rules(args.new)
-    price = parse_price(args.price)
-    corpus = Corpus(args.inputs, args.format)
+    task = Diff.of(args.old, args.new, args.price, args.format)
+    corpus = Corpus(args.inputs)
     rows: list[DiffRow] = []
-    for conv, fmt in corpus:
-        rows.append(diff_row(conv.name, conv.messages, fmt, old, new, price))
-        if args.json:
-            print_json_line(rows[-1].to_dict())
+    for result in _results(args, task, corpus):
+        for row in result.results:
+            rows.append(row)
+            if args.json:
+                print_json_line(row.to_dict())
     if not args.json and corpus.files:
         print("\n".join(_diff_text(args, rows)))
     changed = any(row.changes for row in rows)

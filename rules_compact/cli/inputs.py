@@ -8,8 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from ..documents import read_conversations_from
-from ..errors import InputError, RulesCompactError
+from ..batch import read_file
 from ..formats import FORMATS
 from ..language.loader import load_rules
 from ..plugins.manager import PluginError, registry
@@ -17,7 +16,7 @@ from ..readers import Conversation
 from .output import BAD_INPUT, OK, PROG, warn
 
 __all__ = ["add_rules_options", "add_format_option", "plugin_failures", "rulesets", "read", "same_file",
-           "CONVERSATION_SUFFIXES", "expand_inputs", "Corpus"]
+           "CONVERSATION_SUFFIXES", "expand_inputs", "unreadable", "Corpus"]
 
 #: The files a folder given as a corpus input contributes (hidden files and folders are left out).
 CONVERSATION_SUFFIXES = (".json", ".jsonl", ".traj")
@@ -56,29 +55,9 @@ def same_file(a: str, b: str) -> bool:
 
 
 def read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
-    """Each conversation of a file with the format its rules see: ``--format``, else the detected one.
-
-    Messages the API would reject in a forced format raise InputError naming the detected
-    format.  A forced format that finds fewer items (tool results and assistant turns) than the
-    detected one, none at all for instance, gets a warning saying which format the content
-    looks like.
-    """
-    out = []
-    for conv in read_conversations_from(path):
-        fmt = forced or conv.format
-        if fmt != conv.format and conv.messages:
-            try:  # one error line: the API would reject the messages in the forced format
-                FORMATS[fmt].check(conv.messages)
-            except InputError as error:
-                raise InputError(f"{error}; the content looks like {conv.format} (--format {conv.format})") from None
-            found = len(FORMATS[fmt].items(conv.messages))
-            detected = len(FORMATS[conv.format].items(conv.messages))
-            if found < detected:
-                what = f"finds only {found} of the {detected}" if found else f"finds none of the {detected}"
-                print(f"{PROG}: warning: {conv.name}: --format {fmt} {what} tool results and assistant turns; "
-                      f"the content looks like {conv.format} (--format {conv.format})", file=sys.stderr)
-        out.append((conv, fmt))
-    return out
+    """Each conversation of a file with the format its rules see (:func:`rules_compact.batch.read_file`),
+    its warnings printed."""
+    return read_file(path, forced, warn)
 
 
 def _is_glob(path: str) -> bool:
@@ -109,7 +88,7 @@ def _folder_files(folder: str) -> list[str]:
     return sorted(out)
 
 
-def _unreadable(path: str) -> str | None:
+def unreadable(path: str) -> str | None:
     """Why ``path`` from ``expand_inputs`` is no file to read, or None."""
     if _is_glob(path):
         return f"{path}: no file matches"
@@ -120,29 +99,19 @@ def _unreadable(path: str) -> str | None:
 
 @dataclass
 class Corpus:
-    """The conversations of many inputs (``expand_inputs``), read one file at a time.
+    """The files of many inputs (``expand_inputs``), and which of them failed.
 
     A file that cannot be read, or whose messages a model API would reject, is reported on
-    stderr as one line and skipped; ``failed`` lists them, ``files`` counts the files read and
-    ``finish()`` gives the exit code."""
+    stderr as one line and skipped (``fail``); ``failed`` lists them, ``files`` counts the files
+    read and ``finish()`` gives the exit code."""
 
-    paths: Iterable[str]
-    forced: str | None = None
+    inputs: Iterable[str]
+    paths: list[str] = field(init=False)
     failed: list[str] = field(default_factory=list)
     files: int = 0
 
-    def __iter__(self) -> Iterator[tuple[Conversation, str]]:
-        for path in expand_inputs(self.paths):
-            try:
-                why = _unreadable(path)
-                if why:
-                    raise InputError(why)
-                found = read(path, self.forced)
-            except RulesCompactError as error:
-                self.fail(path, str(error))
-                continue
-            self.files += 1
-            yield from found
+    def __post_init__(self) -> None:
+        self.paths = list(expand_inputs(self.inputs))
 
     def fail(self, path: str, why: str) -> None:
         """Report ``path`` as skipped (also for a conversation that fails later, in a command)."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from ..documents import dump_json_line
 
 __all__ = ["PROG", "OK", "INVALID_RULES", "CHANGED", "USAGE", "BAD_INPUT", "OVER_BUDGET", "warn", "table",
-           "markdown", "count", "share", "ratio", "print_json_line", "progress", "progress_done"]
+           "markdown", "count", "share", "ratio", "print_json_line", "Progress"]
 
 PROG = "rules-compact"
 
@@ -57,12 +58,48 @@ def print_json_line(data) -> None:
     sys.stdout.write(dump_json_line(data))
 
 
-def progress(done: int, name: str) -> None:
-    """A progress line on stderr, when it is a terminal: conversations done, the last one's name."""
-    if sys.stderr.isatty():
-        print(f"\r{done:,} conversations  {name[-50:]:<50}", end="", file=sys.stderr, flush=True)
+class Progress:
+    """One progress bar on stderr, on a terminal and for more than one file: files done,
+    conversations, their rate, and the time left, estimated from the bytes read so far."""
+
+    WIDTH = 30
+
+    def __init__(self, sizes: list[int], stream=None):
+        self.stream = stream or sys.stderr
+        self.shown = len(sizes) > 1 and self.stream.isatty()
+        self.sizes, self.total = sizes, sum(sizes)
+        self.files = self.conversations = self.read = 0
+        self.start = time.monotonic()
+        self.line = ""
+
+    def advance(self, conversations: int) -> None:
+        """One more file done, in input order, holding ``conversations``."""
+        self.read += self.sizes[self.files]
+        self.files += 1
+        self.conversations += conversations
+        if not self.shown:
+            return
+        elapsed = time.monotonic() - self.start
+        done = self.read / self.total if self.total else self.files / len(self.sizes)
+        left = f"{_duration(elapsed * (1 - done) / done)} left" if done else "-"
+        filled = int(self.WIDTH * done)
+        self.line = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {self.files:,}/{len(self.sizes):,} files, "
+                     f"{self.conversations:,} conversations, {self.conversations / max(elapsed, 1e-9):,.1f}/s, {left}")
+        print(f"\r{self.line}", end="", file=self.stream, flush=True)
+
+    def clear(self) -> None:
+        """Take the bar off its line (to print a warning), until the next ``advance``."""
+        if self.line:
+            print(f"\r{' ' * len(self.line)}\r", end="", file=self.stream, flush=True)
+            self.line = ""
+
+    def close(self) -> None:
+        if self.line:
+            print(file=self.stream, flush=True)
+            self.line = ""
 
 
-def progress_done(done: int) -> None:
-    if done and sys.stderr.isatty():
-        print(file=sys.stderr)
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
