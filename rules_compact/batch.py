@@ -158,7 +158,7 @@ class Task(ABC):
 
     def text_rows(self, text: str, name: str = "<text>") -> list[dict]:
         """The rows of the conversations in JSON or JSONL text (a line of ``dask.bag.read_text``)."""
-        convs = conversations_in(text.encode("utf-8", "surrogatepass"), name)
+        convs = conversations_in(text, name)
         return [row for conv in convs for row in self.rows(conv)]
 
 
