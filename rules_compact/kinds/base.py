@@ -125,14 +125,7 @@ class All(Matcher):
         return self._parts
 
     def specialize(self, item_kind: str) -> Matcher | bool:
-        kept = []
-        for part in self._parts:
-            answer = part.specialize(item_kind)
-            if answer is False:
-                return False
-            if answer is not True:
-                kept.append(answer)
-        return True if not kept else kept[0] if len(kept) == 1 else All(kept)
+        return _specialized(self._parts, item_kind, False, All)
 
 
 class AnyOf(Matcher):
@@ -163,14 +156,20 @@ class AnyOf(Matcher):
         return self._parts
 
     def specialize(self, item_kind: str) -> Matcher | bool:
-        kept = []
-        for part in self._parts:
-            answer = part.specialize(item_kind)
-            if answer is True:
-                return True
-            if answer is not False:
-                kept.append(answer)
-        return False if not kept else kept[0] if len(kept) == 1 else AnyOf(kept)
+        return _specialized(self._parts, item_kind, True, AnyOf)
+
+
+def _specialized(parts: Sequence[Matcher], item_kind: str, decisive: bool, combine) -> Matcher | bool:
+    """``parts`` specialised to one item kind: ``decisive`` when a part's answer is (False for
+    All, True for AnyOf); else the undecided parts ``combine``d, the other answer when none is."""
+    kept = []
+    for part in parts:
+        answer = part.specialize(item_kind)
+        if answer is decisive:
+            return decisive
+        if answer is not (not decisive):
+            kept.append(answer)
+    return (not decisive) if not kept else kept[0] if len(kept) == 1 else combine(kept)
 
 
 class Not(Matcher):
