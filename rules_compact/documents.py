@@ -8,34 +8,55 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from . import jsontext
 from .errors import InputError
 from .formats import FORMATS
 from .limits import max_input_bytes
 from .readers import Conversation, read_conversations
+from .readers.reading import decode
 
-__all__ = ["read_conversations_from", "dump_json", "dump_json_line", "write_atomic"]
+__all__ = ["read_conversations_from", "conversations_in", "dump_json", "dump_json_pieces", "dump_json_line",
+           "write_atomic", "write_text"]
 
 
 def _read_bytes(source: str) -> bytes:
     limit = max_input_bytes()
     if source == "-":
-        data = sys.stdin.buffer.read(limit + 1)
+        data = read_at_most(sys.stdin.buffer, limit + 1)
     else:
         path = Path(source)
         try:
             if path.is_dir():
                 raise InputError(f"{source}: is a directory, not a conversation file")
             with open(path, "rb") as fh:
-                data = fh.read(limit + 1)
+                data = read_at_most(fh, limit + 1)
         except OSError as exc:
             raise InputError(f"{source}: cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise InputError(f"{source}: input is over the limit of {limit} bytes "
                          "(RULES_COMPACT_MAX_INPUT_BYTES)")
     return data
+
+
+def read_at_most(fh, most: int) -> bytes:
+    """Up to ``most`` bytes of a binary file, without allocating ``most`` bytes up front (a
+    read of N bytes does): a regular file in one read of its size (and one byte more, to see
+    whether it grew), anything else (a pipe, ``/dev/zero``) in growing chunks."""
+    try:
+        size = os.fstat(fh.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        size = 0
+    chunks, total, want = [], 0, size + 1 if size else 1 << 20
+    while total < most:
+        chunk = fh.read(min(want, most - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 24
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 #: How text is encoded when written: UTF-8, a lone surrogate as its ``\\udXXX`` escape, which is
@@ -47,7 +68,13 @@ def read_conversations_from(source: str) -> list[Conversation]:
     """Every conversation in a file, or ``-`` for stdin: message lists, request bodies and the
     agent logs :mod:`rules_compact.readers` knows, converted to API message lists; InputError
     (``NAME: message I: ...``) for a message a model API would reject for its shape."""
-    conversations = read_conversations(_read_bytes(source), "<stdin>" if source == "-" else source)
+    name = "<stdin>" if source == "-" else source
+    return conversations_in(decode(_read_bytes(source), name), name)  # the bytes go once decoded
+
+
+def conversations_in(raw: bytes | str, name: str) -> list[Conversation]:
+    """Like :func:`read_conversations_from` for bytes already read (or their text), labelled ``name``."""
+    conversations = read_conversations(raw, name)
     for conv in conversations:
         try:
             FORMATS[conv.format].check(conv.messages)
@@ -61,13 +88,20 @@ def dump_json(data: Any) -> str:
     return jsontext.dumps(data) + "\n"
 
 
+def dump_json_pieces(data: Any) -> Iterator[str]:
+    """The text of :func:`dump_json`, in pieces (a message at a time), for large outputs."""
+    yield from jsontext.dumps_pieces(data)
+    yield "\n"
+
+
 def dump_json_line(data: Any) -> str:
     """One JSONL line."""
     return jsontext.dumps(data, indent=None) + "\n"
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that a failure, an interrupt or SIGTERM leaves no partial file.
+def write_atomic(path: str, text: str | bytes | Iterable[str]) -> None:
+    """Write ``text`` (a string, bytes, or a string's pieces) to ``path`` so that a failure, an
+    interrupt or SIGTERM leaves no partial file.
 
     A regular file (or a new one) is written to ``.NAME.PID.XXXXXXXX.tmp`` in its folder and
     renamed over it; one left by a killed run is removed by the next write of NAME once process
@@ -88,8 +122,8 @@ def write_atomic(path: str, text: str) -> None:
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors=SURROGATES) as fh:
-            fh.write(text)
+        with _opened(fd, text) as fh:
+            write_text(fh, text)
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except OSError as exc:
@@ -100,10 +134,23 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
-def _write_stream(path: str, text: str) -> None:
+def write_text(fh, text: str | bytes | Iterable[str]) -> None:
+    """Write a string (or bytes), or a string's pieces one after the other."""
+    for piece in (text,) if isinstance(text, (str, bytes)) else text:
+        fh.write(piece)
+
+
+def _opened(file, text: str | bytes | Iterable[str]):
+    """``file`` (a path or a descriptor) open for writing ``text``: binary for bytes."""
+    if isinstance(text, bytes):
+        return open(file, "wb")
+    return open(file, "w", encoding="utf-8", errors=SURROGATES)
+
+
+def _write_stream(path: str, text: str | bytes | Iterable[str]) -> None:
     try:
-        with open(path, "w", encoding="utf-8", errors=SURROGATES) as fh:
-            fh.write(text)
+        with _opened(path, text) as fh:
+            write_text(fh, text)
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
 

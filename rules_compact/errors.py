@@ -38,6 +38,9 @@ class ConfigError(RulesCompactError):
         self.problems = sorted(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def __reduce__(self):  # pickles with its problems (a worker process or a Dask worker raising it)
+        return ConfigError, (self.problems,)
+
 
 def kind_of(value: object) -> str:
     """A JSON/YAML reader's name for a value's type: 'a list', 'a string', 'null'..."""

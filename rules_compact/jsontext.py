@@ -12,11 +12,11 @@ import json
 import math
 import re
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import InputError
 
-__all__ = ["loads", "dumps", "dumps_data"]
+__all__ = ["loads", "dumps", "dumps_pieces", "dumps_data"]
 
 # a string (skipped), or a number or one of Python's non-JSON constants
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)', re.DOTALL)
@@ -72,6 +72,28 @@ def dumps(data: Any, indent: int | None = 2) -> str:
     which writes it as the ``\\udXXX`` escape it was read from (a surrogate can only be inside a
     JSON string, where that escape is valid), at no cost for the rest of the text."""
     return json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+def dumps_pieces(data: Any, indent: int = 2, depth: int = 0) -> Iterator[str]:
+    """The text of ``dumps(data, indent)``, in pieces: the elements of a top-level list, and of
+    the lists a top-level object holds (a request body's messages), one at a time, so that
+    writing a large conversation never holds all of its text."""
+    pad = " " * (indent * depth)
+    inner = pad + " " * indent
+    if isinstance(data, list) and data and depth < 2:
+        yield "["
+        for i, value in enumerate(data):
+            yield (",\n" if i else "\n") + inner
+            yield from dumps_pieces(value, indent, depth + 1)
+        yield "\n" + pad + "]"
+    elif isinstance(data, dict) and data and depth == 0 and all(isinstance(key, str) for key in data):
+        yield "{"
+        for i, (key, value) in enumerate(data.items()):
+            yield (",\n" if i else "\n") + inner + dumps(key) + ": "
+            yield from dumps_pieces(value, indent, depth + 1)
+        yield "\n}"
+    else:  # JSON strings hold no raw newline: every newline of the text starts an indented line
+        yield dumps(data, indent).replace("\n", "\n" + pad) if depth else dumps(data, indent)
 
 
 def dumps_data(value: Any, sort_keys: bool = False) -> str:

@@ -6,11 +6,12 @@ from typing import Sequence
 
 from .errors import InputError
 
-__all__ = ["plot_rounds"]
+__all__ = ["plot_rounds", "pyplot_for"]
 
 
-def plot_rounds(replays: Sequence, path: str, title: str = "") -> None:
-    """Draw one line per rule set; the file type follows the extension (.png or .svg)."""
+def pyplot_for(path: str):
+    """matplotlib's pyplot, for writing ``path``; InputError when ``path`` is not a .png or .svg
+    file or matplotlib is missing (``replay`` checks this before replaying)."""
     if not path.lower().endswith((".png", ".svg")):
         raise InputError(f"{path}: --plot writes .png or .svg files")
     try:
@@ -20,6 +21,12 @@ def plot_rounds(replays: Sequence, path: str, title: str = "") -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'rules-compact[plot]'") from None
+    return plt
+
+
+def plot_rounds(replays: Sequence, path: str, title: str = "") -> None:
+    """Draw one line per rule set; the file type follows the extension (.png or .svg)."""
+    plt = pyplot_for(path)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for r in replays:
         ax.plot(range(1, r.rounds + 1), r.prompt_tokens, label=r.label, linewidth=1.4)

@@ -8,11 +8,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # Property-test profiles (examples per property): "ci" runs with the README's test command;
-# "thorough" is what .ci/run runs after it; "long" before a release (--hypothesis-profile=NAME).
+# "thorough" is what .ci/run runs after it; "long" before a release (--hypothesis-profile=NAME):
+# 34,000 examples a property, so the invariant tests of the three formats check 102,000
+# generated cases (README, "What the engine guarantees").
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=2000)
-settings.register_profile("long", parent=settings.get_profile("ci"), max_examples=100_000)
+settings.register_profile("long", parent=settings.get_profile("ci"), max_examples=34_000)
 
 
 def property_settings(scale: float = 1.0) -> settings:
@@ -40,3 +42,26 @@ def load_json(path: Path):
 @pytest.fixture
 def traces_dir() -> Path:
     return TRACES
+
+
+_EXPORTER = None
+
+
+@pytest.fixture
+def otel_spans():
+    """The OpenTelemetry spans finished during the test (the SDK's in-memory exporter behind the
+    global tracer provider, installed once per session)."""
+    global _EXPORTER
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is in the test extra")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    if _EXPORTER is None:
+        _EXPORTER = InMemorySpanExporter()
+        provider = sdk.TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(provider)
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()

@@ -320,7 +320,8 @@ def test_output_to_a_pipe_is_written_not_replaced(tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("name,minor,code,line", [
-    ("null", 3, 0, "rules-compact: 0 items changed; 2,008 -> 2,008 chars; 503 -> 503 estimated tokens (+0.0%)"),
+    ("null", 3, 0, "rules-compact: 0 items changed; 2,008 -> 2,008 chars; 503 -> 503 estimated tokens (+0.0%); "
+                 "no step boundary yet: nothing decided"),
     ("full", 7, 2, "rules-compact: error: full: cannot write: No space left on device")], ids=["null", "full"])
 def test_output_to_a_device_is_written_not_replaced(tmp_path, monkeypatch, capsys, name, minor, code, line):
     """As root, ``-o /dev/full`` once replaced the device with a regular file. The devices here
@@ -418,6 +419,54 @@ def test_rules_from_dev_zero(tmp_path, argv):
     assert (done.returncode, done.stdout + done.stderr) == (  # validate prints problems on stdout
         1, "/dev/zero:1:1: rule file is over the limit of 1048576 bytes (RULES_COMPACT_MAX_RULES_BYTES)\n")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "-"], ids=["dev-zero", "stdin"])
+def test_input_past_the_limit_is_read_at_most_one_byte_past_it(tmp_path, source):
+    """A conversation from /dev/zero or an endless pipe stops at the input limit, in 256 MiB of
+    address space (a read of limit + 1 bytes at once would not fit twice)."""
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    resource = pytest.importorskip("resource")
+    env = {**os.environ, "RULES_COMPACT_MAX_INPUT_BYTES": str(64 << 20)}
+    with open("/dev/zero", "rb") as zeros:
+        done = subprocess.run([sys.executable, "-m", "rules_compact", "stats", source], cwd=tmp_path, env=env,
+                              stdin=zeros, capture_output=True, text=True, timeout=120,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 28, 3 << 28)))
+    name = "/dev/zero" if source != "-" else "-"
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[0] == (f"rules-compact: error: {name}: input is over the limit of {64 << 20} "
+                                          "bytes (RULES_COMPACT_MAX_INPUT_BYTES)")
+
+
+def test_a_conversation_file_is_read_in_one_read_of_its_size(tmp_path, monkeypatch):
+    """Not one read of the limit (256 MiB), which allocates that much before the file is read."""
+    from rules_compact import documents
+
+    sizes = []
+    real_open = open
+
+    class Recording:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def read(self, n=-1):
+            sizes.append(n)
+            return self.fh.read(n)
+
+        def fileno(self):
+            return self.fh.fileno()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    monkeypatch.setattr(documents, "open", lambda *a, **k: Recording(real_open(*a, **k)), raising=False)
+    assert documents.read_conversations_from(str(tmp_path / "in.json"))
+    assert sizes == [len(GOOD.encode()) + 1, 16 << 20]  # its size and one byte; then the end of the file
 
 
 def test_rule_files_are_read_at_most_one_byte_past_the_limit(tmp_path, monkeypatch):

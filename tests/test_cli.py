@@ -589,7 +589,7 @@ def test_explain(work, capsys):
         assert cells[0] == str(d.item)
         assert d.role in row
         assert (d.rule or "-") in cells
-        assert str(d.saved) in cells
+        assert f"{d.saved:,}" in cells  # thousands separators
     assert not lines[header + 1 + len(decisions)].split()[0].isdigit()  # one row per item, no more
     for rule in {d.rule for d in decisions if d.rule}:
         assert rule in out

@@ -10,7 +10,7 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from conftest import ROOT, TRACES, load_json, property_settings, thorough
-from rules_compact import Compactor, compact, load_rules
+from rules_compact import Compactor, compact, load_rules, parse_rules
 from rules_compact.readers import read_conversations
 from rules_compact.replay import round_starts
 from strategies import conversations, rule_files, to_ruleset
@@ -80,6 +80,26 @@ def test_an_edit_in_place_is_noticed():
     call = next(m for m in messages if m.get("tool_calls"))
     call["tool_calls"][0]["function"]["arguments"] = '{"command": "ls"}'  # deep inside a message
     _same(compactor(messages), compact(messages, "preset:keep-recent-results"))
+
+
+def test_an_edit_to_an_equal_value_is_not_noticed_as_documented():
+    """verify=True compares copies with ==: True -> 1 goes unnoticed (docs/rules.md); reset() helps."""
+    rules = parse_rules("version: 1\nname: t\nrules:\n  - {name: clear, match: {role: tool, is_error: false, "
+                        "age: {unit: tool_results, gte: 2}}, action: placeholder}\n", "t")
+    messages = [{"role": "user", "content": "go"}]
+    for i in range(8):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"output {i}\n" * 50,
+                      **({"is_error": True} if i == 0 else {})}]
+    compactor = Compactor(rules)
+    for end in range(5, len(messages) + 1, 2):  # round by round: the error result settles
+        assert compactor(messages[:end]).messages[2] is messages[2]  # an error: kept
+    messages[2]["is_error"] = 1  # in place, to a value that compares equal: no longer the error flag
+    assert compact(messages, rules).messages[2] is not messages[2]  # compact() clears it now
+    assert compactor(messages).messages[2] is messages[2]  # the Compactor keeps its decision
+    compactor.reset()
+    _same(compactor(messages), compact(messages, rules))
 
 
 def test_a_different_list_is_decided_anew():

@@ -1,11 +1,13 @@
-"""Formats: a format's own scan (an optimisation) gives exactly what the generic scan gives."""
+"""Formats: a format's own scan and check (optimisations) give exactly what the generic ones give."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import TRACES, property_settings
+from rules_compact.errors import InputError
 from rules_compact.formats import FORMATS, Format
 from rules_compact.readers import read_conversations
 from strategies import openai_conversations
@@ -48,3 +50,60 @@ def test_the_openai_scan_equals_the_generic_one_on_real_traces(messages):
 @given(messages=openai_conversations())
 def test_the_openai_scan_equals_the_generic_one(messages):
     _same_scans(FORMATS["openai"], messages)
+
+
+_ODD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=3), st.lists(st.none(), max_size=1),
+                        st.dictionaries(st.sampled_from(["type", "text", "name"]), st.text(max_size=2), max_size=2))
+
+
+@st.composite
+def _bent(draw, messages):
+    """Messages with a few values swapped for values of other types (where the check looks)."""
+    out = [dict(m) for m in messages]
+    for _ in range(draw(st.integers(0, 3))):
+        if not out:
+            break
+        i = draw(st.integers(0, len(out) - 1))
+        key = draw(st.sampled_from(["role", "content", "tool_calls", "function"]))
+        if key == "function" and isinstance(out[i].get("tool_calls"), list) and out[i]["tool_calls"]:
+            call = dict(out[i]["tool_calls"][0])
+            call["function"] = draw(st.one_of(_ODD_VALUES, st.fixed_dictionaries({"name": _ODD_VALUES,
+                                                                                  "arguments": _ODD_VALUES})))
+            out[i]["tool_calls"] = [call] + out[i]["tool_calls"][1:]
+        elif key != "function":
+            out[i][key] = draw(_ODD_VALUES)
+    if out and draw(st.booleans()):
+        out[draw(st.integers(0, len(out) - 1))] = draw(_ODD_VALUES)
+    return out
+
+
+def _first_problem(fmt, messages):
+    try:
+        fmt.check(messages)
+    except InputError as error:
+        return str(error)
+    return None
+
+
+@property_settings()
+@given(data=st.data(), messages=openai_conversations())
+def test_the_openai_bulk_check_finds_what_the_message_check_finds(data, messages):
+    """OpenAIFormat.check's fast path (a column at a time) passes exactly what problem() passes."""
+    fmt = FORMATS["openai"]
+    bent = data.draw(_bent(messages))
+    expected = next((f"message {i}: {p}" for i, m in enumerate(bent) if (p := fmt.problem(m)) is not None), None)
+    assert _first_problem(fmt, bent) == expected
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                     max_leaves=12)
+
+
+@property_settings()
+@given(data=_JSON)
+def test_json_written_in_pieces_is_the_same_text(data):
+    """apply writes large outputs a message at a time: the text is the one written whole."""
+    from rules_compact.jsontext import dumps, dumps_pieces
+
+    assert "".join(dumps_pieces(data)) == dumps(data)

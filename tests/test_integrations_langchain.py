@@ -213,3 +213,115 @@ def test_rounds_reuse_conversions_and_notice_edits(rules, monkeypatch):
     after = compact_round(history)
     assert after == expected(history, rules)
     assert after[old].content != history[old].content
+
+
+def run_traced(middleware: list, thread_id: str = "thread-1", run_id: str = "5f0c6c1e-0000-4000-8000-000000000001"):
+    """The agent loop with a checkpointer, so that LangGraph tells the thread and the run."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ToolCallingFake(messages=iter(script(PAGES)))
+    agent = create_agent(model, [read_file], middleware=middleware, system_prompt="You read files.",
+                         checkpointer=InMemorySaver())
+    recorder = Recorder()
+    config = {"callbacks": [recorder], "configurable": {"thread_id": thread_id}, "run_id": run_id}
+    state = agent.invoke({"messages": [HumanMessage(content="read the three files", id="human-1")]}, config)
+    return state, recorder.calls
+
+
+def test_compacted_messages_carry_context_editing_marks():
+    """What the model got is marked as LangChain's ContextEditingMiddleware marks its own
+    edits (response_metadata["context_editing"]), so LangSmith runs show what was cleared."""
+    state, calls = run_agent(RulesCompactMiddleware(rules=RULES, on_compact=lambda r: None))
+    last = calls[-1]
+    marks = [(type(m).__name__, m.response_metadata.get("context_editing")) for m in last
+             if isinstance(m, (ToolMessage, AIMessage))]
+    cleared = {"cleared": True, "strategy": "rules-compact"}
+    assert marks == [("AIMessage", cleared), ("ToolMessage", cleared), ("AIMessage", cleared),
+                     ("ToolMessage", cleared), ("AIMessage", None), ("ToolMessage", None)]
+    # the state's messages are not marked
+    assert not any("context_editing" in m.response_metadata for m in state["messages"]
+                   if isinstance(m, (ToolMessage, AIMessage)))
+
+
+def test_cleared_tool_inputs_are_marked_as_context_editing_marks_them():
+    rules = load_rules("""
+version: 1
+name: clear-inputs
+rules:
+  - {name: keep-newest, match: {age: {unit: tool_results, lt: 1}}, action: keep}
+  - {name: clear-old, match: {role: tool}, action: [placeholder, clear-inputs]}
+""")
+    _, calls = run_agent(RulesCompactMiddleware(rules=rules, on_compact=lambda r: None))
+    ai = [m for m in calls[-1] if isinstance(m, AIMessage)]
+    assert [m.response_metadata.get("context_editing") for m in ai] == \
+        [{"cleared_tool_inputs": ["call-0"]}, {"cleared_tool_inputs": ["call-1"]}, None]
+
+
+def test_on_compact_gets_thread_and_run_and_old_callbacks_still_work():
+    seen, reports = [], []
+    middleware = RulesCompactMiddleware(rules=RULES, on_compact=lambda report, where: seen.append((report, where)))
+    run_traced([middleware])
+    assert len(seen) == 4
+    where = seen[-1][1]
+    assert (where.integration, where.name) == ("langchain", "RulesCompactMiddleware")
+    assert where.thread_id == "thread-1" and where.run_id == "5f0c6c1e-0000-4000-8000-000000000001"
+    assert where.session is middleware.session("thread-1")
+    assert str(where.session).startswith("cleared 4 items (") and where.session.compactions == 4
+    run_traced([RulesCompactMiddleware(rules=RULES, on_compact=reports.append)])
+    assert [r.items_changed for r in reports] == [0, 0, 2, 4]
+
+
+def test_several_instances_in_one_agent_each_with_its_name():
+    first, second = [], []
+    keep_all = load_rules("version: 1\nname: keep-all\nrules:\n  - {name: all, match: {role: tool}, action: keep}\n")
+    middleware = [RulesCompactMiddleware(rules=keep_all, name="first", on_compact=lambda r, w: first.append(w)),
+                  RulesCompactMiddleware(rules=RULES, name="second", on_compact=lambda r, w: second.append(w))]
+    _, calls = run_traced(middleware)
+    assert len(first) == len(second) == 4
+    assert {w.name for w in first} == {"first"} and {w.name for w in second} == {"second"}
+    assert [t.content for t in calls[-1] if isinstance(t, ToolMessage)] == \
+        ["[Previous: used read_file]"] * 2 + [PAGES["c.py"]]
+    with pytest.raises(AssertionError, match="duplicate middleware"):
+        create_agent(ToolCallingFake(messages=iter([])), [read_file],
+                     middleware=[RulesCompactMiddleware(rules=RULES), RulesCompactMiddleware(rules=RULES)])
+
+
+def test_each_model_call_is_an_otel_span(otel_spans):
+    from rules_compact.integrations.tracing import SPAN_NAME
+
+    run_traced([RulesCompactMiddleware(rules=RULES, name="compact-old", on_compact=lambda r: None)])
+    spans = [s for s in otel_spans.get_finished_spans() if s.name == SPAN_NAME]
+    assert [s.attributes["rules_compact.items_changed"] for s in spans] == [0, 0, 2, 4]
+    last = spans[-1].attributes
+    assert last["rules_compact.name"] == "compact-old" and last["gen_ai.conversation.id"] == "thread-1"
+    assert last["rules_compact.changed.clear-old"] == 2 and last["rules_compact.changed.strip-old-reasoning"] == 2
+    assert last["rules_compact.tokens_before"] > last["rules_compact.tokens_after"]
+
+
+def test_the_note_is_in_the_system_message_once_something_was_cleared():
+    from rules_compact.integrations import MODEL_NOTE
+
+    _, calls = run_agent(RulesCompactMiddleware(rules=RULES, note=True, on_compact=lambda r: None))
+    assert [c[0].content for c in calls] == ["You read files."] * 2 + [f"You read files.\n\n{MODEL_NOTE}"] * 2
+    _, calls = run_agent(RulesCompactMiddleware(rules=RULES, on_compact=lambda r: None))
+    assert [c[0].content for c in calls] == ["You read files."] * 4
+
+
+def _outside_the_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_offload_compacts_outside_the_event_loop_with_the_same_result():
+    inside, outside = [], []
+    _, plain = run_agent(RulesCompactMiddleware(rules=RULES, on_compact=lambda r: inside.append(_outside_the_loop())),
+                         use_async=True)
+    _, offloaded = run_agent(RulesCompactMiddleware(rules=RULES, offload=True,
+                                                    on_compact=lambda r: outside.append(_outside_the_loop())),
+                             use_async=True)
+    assert inside == [False] * 4 and outside == [True] * 4
+    assert [[(type(m), m.content) for m in call] for call in offloaded] == \
+        [[(type(m), m.content) for m in call] for call in plain]

@@ -154,7 +154,100 @@ def test_rebuilt_items_each_call():
         passed = copy.deepcopy(items[:end])
         if end == 65:  # an earlier item differs in this call only
             passed[4]["output"] = "short"
-        out = compact_round(passed)
+        out = compact_round(passed)[0]
         assert out == compact(copy.deepcopy(passed), "default", format="responses").messages
         assert all(after is item or after != item for after, item in zip(out, passed))
     assert sum(after != item for after, item in zip(out, passed)) > 20
+
+
+class SpanRecorder:
+    """An Agents SDK trace processor that keeps the spans and traces it is given."""
+
+    def __init__(self):
+        self.spans, self.traces = [], []
+
+    def on_trace_start(self, trace):
+        self.traces.append(trace)
+
+    def on_trace_end(self, trace):
+        pass
+
+    def on_span_start(self, span):
+        pass
+
+    def on_span_end(self, span):
+        self.spans.append(span)
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self):
+        pass
+
+
+@pytest.fixture
+def agents_trace():
+    from agents.tracing import get_trace_provider, set_trace_processors
+
+    provider = get_trace_provider()
+    kept = provider._multi_processor._processors if hasattr(provider, "_multi_processor") else None
+    recorder = SpanRecorder()
+    set_trace_processors([recorder])  # not the default exporter: nothing leaves the machine
+    yield recorder
+    set_trace_processors(list(kept or ()))
+
+
+def run_traced(filter_, **config):
+    model = ScriptedModel(script())
+    agent = Agent(name="reader", instructions="You read files.", model=model, tools=[read_file])
+    run_config = RunConfig(call_model_input_filter=filter_, group_id="chat-7", **config)
+    result = Runner.run_sync(agent, "read the three files", run_config=run_config)
+    model.assert_complete()
+    return result, model.calls
+
+
+def test_each_model_call_is_a_custom_span_in_the_run_trace(agents_trace):
+    seen = []
+    filter_ = input_filter(RULES, name="compact-old", on_compact=lambda report, where: seen.append(where))
+    run_traced(filter_)
+    spans = [s for s in agents_trace.spans if s.span_data.type == "custom" and s.span_data.name == "compact-old"]
+    assert len(spans) == 4
+    data = [s.span_data.data for s in spans]
+    assert [d["rules_compact.items_changed"] for d in data] == [0, 0, 2, 4]
+    assert data[-1]["rules_compact.changed.clear-old"] == 2 and data[-1]["rules_compact.changed.strip-old-turns"] == 2
+    assert data[-1]["rules_compact.tokens_before"] > data[-1]["rules_compact.tokens_after"]
+    assert data[-1]["rules_compact.boundary_moved"] is False and data[-1]["rules_compact.over_budget"] is False
+    [trace] = agents_trace.traces
+    assert {s.trace_id for s in spans} == {trace.trace_id}
+    assert data[-1]["gen_ai.conversation.id"] == "chat-7" and data[-1]["rules_compact.run_id"] == trace.trace_id
+    assert [w.thread_id for w in seen] == ["chat-7"] * 4
+    assert str(filter_.session("chat-7")).startswith("cleared 4 items (")
+
+
+def test_the_note_is_in_the_instructions_once_something_was_cleared():
+    from rules_compact.integrations import MODEL_NOTE
+
+    _, calls = run(input_filter(RULES, note=True, on_compact=lambda r: None))
+    assert [c.system_instructions for c in calls] == \
+        ["You read files."] * 2 + [f"You read files.\n\n{MODEL_NOTE}"] * 2
+
+
+def test_offload_compacts_outside_the_event_loop_in_the_same_trace(agents_trace):
+    import asyncio
+
+    def outside_the_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return True
+        return False
+
+    where = []
+    filter_ = input_filter(RULES, offload=True, on_compact=lambda report: where.append(outside_the_loop()))
+    _, calls = run_traced(filter_)
+    _, plain = run(input_filter(RULES, on_compact=lambda r: None))
+    assert where == [True] * 4
+    assert [c.input for c in calls] == [c.input for c in plain]
+    spans = [s for s in agents_trace.spans if s.span_data.type == "custom" and s.span_data.name == "rules-compact"]
+    [trace] = agents_trace.traces
+    assert len(spans) == 4 and {s.trace_id for s in spans} == {trace.trace_id}

@@ -3,6 +3,7 @@ through several tool rounds."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -191,3 +192,90 @@ def test_rounds_notice_edits_to_parts():
     messages[2].parts[0] = ToolReturnPart(tool_name="read_file", content="boom", tool_call_id="c0", outcome="failed")
     assert process(messages) == compact_history(messages, RULES)
     assert process(messages)[2].parts[0].content == "boom"  # an error result: kept
+
+
+@pytest.mark.skipif(RulesCompactCapability is None, reason="pydantic-ai without capabilities")
+@pytest.mark.parametrize("offload", [False, True], ids=["in-the-loop", "offload"])
+def test_compaction_spans_sit_in_the_instrumented_run(offload):
+    """With the agent instrumented (what Logfire's instrument_pydantic_ai does), each request's
+    compaction is a span of the run's own tracer, in the run's trace; also when it runs in a
+    worker thread (offload), outside the event loop."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is in the test extra")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    from rules_compact.integrations.tracing import SPAN_NAME
+
+    exporter, provider = InMemorySpanExporter(), sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    seen = []
+    loops = []
+
+    def on_compact(report, where):
+        seen.append(where)
+        try:
+            loops.append(asyncio.get_running_loop() is not None)
+        except RuntimeError:
+            loops.append(False)
+
+    agent = make_agent(Script(), capabilities=[RulesCompactCapability(RULES, name="compact-old", offload=offload,
+                                                                      on_compact=on_compact)])
+    agent.instrument = InstrumentationSettings(tracer_provider=provider)
+    result = agent.run_sync("read the three files", conversation_id="conv-9")
+    spans = exporter.get_finished_spans()
+    ours = [s for s in spans if s.name == SPAN_NAME]
+    assert [s.attributes["rules_compact.items_changed"] for s in ours] == [0, 0, 2, 4]
+    [run] = [s for s in spans if s.parent is None]
+    assert {s.context.trace_id for s in ours} == {run.context.trace_id}
+    last = ours[-1].attributes
+    assert last["rules_compact.integration"] == "pydantic-ai" and last["rules_compact.name"] == "compact-old"
+    assert last["gen_ai.conversation.id"] == "conv-9" and last["rules_compact.run_id"] == result.run_id
+    assert last["rules_compact.changed.clear-old"] == 2 and last["rules_compact.changed.strip-old-turns"] == 2
+    assert [w.thread_id for w in seen] == ["conv-9"] * 4
+    assert loops == [not offload] * 4
+
+
+@pytest.mark.skipif(RulesCompactCapability is None, reason="pydantic-ai without capabilities")
+def test_capability_from_an_agent_spec():
+    script = Script()
+    agent = Agent.from_spec({"model": "test", "capabilities": [
+        {"RulesCompactCapability": {"rules": "preset:keep-recent-results", "name": "from-spec", "note": True}}]},
+        custom_capability_types=[RulesCompactCapability])
+    [capability] = [c for c in agent.root_capability.capabilities if isinstance(c, RulesCompactCapability)]
+    assert capability.name == "from-spec" and capability.note is True
+    assert capability._hook.rulesets[0].name == "keep-recent-results"
+    with agent.override(model=FunctionModel(script)):
+        @agent.tool_plain
+        def read_file(path: str) -> str:
+            """Read a file."""
+            return PAGES[path]
+
+        assert agent.run_sync("read the three files").output == "done"
+
+
+@pytest.mark.skipif(RulesCompactCapability is None, reason="pydantic-ai without capabilities")
+def test_the_note_is_an_instruction_once_something_was_cleared():
+    from rules_compact.integrations import MODEL_NOTE
+
+    got = []
+
+    def model(messages, info: AgentInfo):
+        got.append(info.instructions)
+        return Script.__call__(script, messages, info)
+
+    script = Script()
+    agent = make_agent(model, instructions="You read files.",
+                       capabilities=[RulesCompactCapability(RULES, note=True, on_compact=lambda r: None)])
+    agent.run_sync("read the three files")
+    assert [g.endswith(MODEL_NOTE) for g in got] == [False, False, True, True]
+    assert all(g.startswith("You read files.") for g in got)
+
+
+@pytest.mark.skipif(ProcessHistory is None, reason="pydantic-ai 1.x: history_processors=")
+def test_written_back_history_adds_up_in_the_session():
+    processor = history_processor(RULES, on_compact=lambda r: None)
+    make_agent(Script(), capabilities=[ProcessHistory(processor)]).run_sync("read the three files")
+    session = processor.session()
+    assert session.compactions == 4 and session.items_cleared == 4  # 2 + 2, each cleared once
+    assert str(session).startswith("cleared 4 items (")

@@ -307,3 +307,52 @@ def test_documented_example_sends_a_valid_compacted_request(block, fake_api, mon
 def test_the_documented_examples_are_found():
     assert {p.id.split("#")[0] for p in sdk_examples()} >= {"docs/integrations.md"}
     assert len([p for p in sdk_examples() if p.id.startswith("docs/")]) == 2
+
+
+ANTHROPIC_REPLY = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+                   "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                   "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def test_each_request_is_a_span_with_what_was_cleared(otel_spans):
+    from rules_compact.integrations.tracing import SPAN_NAME
+
+    compactor = RequestCompactor(RULES, name="reader", on_compact=lambda r: None)
+    request = compactor({"model": "claude-x", "max_tokens": 100, "messages": anthropic_messages()},
+                        thread_id="thread-1", run_id="run-1")
+    capture = Capture(ANTHROPIC_REPLY)
+    anthropic.Anthropic(api_key="test", http_client=capture.client(), max_retries=0).messages.create(**request)
+
+    [span] = [s for s in otel_spans.get_finished_spans() if s.name == SPAN_NAME]
+    attrs = dict(span.attributes)
+    assert span.name == SPAN_NAME
+    assert attrs["rules_compact.integration"] == "sdk" and attrs["rules_compact.name"] == "reader"
+    assert attrs["rules_compact.rule_sets"] == ("keep-one",)
+    assert attrs["rules_compact.items_changed"] == 1 and attrs["rules_compact.changed.clear-old"] == 1
+    assert attrs["rules_compact.tokens_before"] > attrs["rules_compact.tokens_after"] > 0
+    assert attrs["rules_compact.boundary_moved"] is False and attrs["rules_compact.over_budget"] is False
+    assert attrs["gen_ai.conversation.id"] == "thread-1" and attrs["rules_compact.run_id"] == "run-1"
+    assert attrs["rules_compact.session"] == str(compactor.session("thread-1"))
+    assert str(compactor.session("thread-1")).startswith("cleared 1 item (")
+    assert str(compactor.session("other")) == "nothing cleared this session; 0 boundary moves"
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "chat", "responses"])
+def test_the_note_reaches_the_model_only_when_something_was_cleared(kind):
+    from rules_compact.integrations import MODEL_NOTE
+
+    requests = {"anthropic": {"model": "claude-x", "max_tokens": 100, "system": "You read files.",
+                              "messages": anthropic_messages()},
+                "chat": {"model": "gpt-x", "messages": openai_messages()},
+                "responses": {"model": "gpt-x", "instructions": "You read files.", "input": responses_input()}}
+    request = requests[kind]
+    key = "input" if kind == "responses" else "messages"
+    noted = RequestCompactor(RULES, note=True, on_compact=lambda r: None)(request)
+    plain = RequestCompactor(RULES, on_compact=lambda r: None)(request)
+    nothing = RequestCompactor(RULES, note=True, on_compact=lambda r: None)({**request, key: request[key][:2]})
+    prompt = {"anthropic": lambda r: r.get("system"), "chat": lambda r: r["messages"][0]["content"],
+              "responses": lambda r: r.get("instructions")}[kind]
+    assert prompt(noted) == "You read files.\n\n" + MODEL_NOTE
+    assert prompt(plain) == prompt(nothing) == "You read files."
+    assert noted[key][1:] == plain[key][1:]  # the note changes the system prompt only
+

@@ -103,8 +103,9 @@ def test_stats_one_row_per_conversation_and_a_total(capsys, convs, rule_files):
         assert row[6] == f"clear {stats.saved_by_rule['clear'] / before:.0%}"
         for i, value in enumerate((len(messages), stats.tool_results, before, after)):
             totals[i] += value
-    assert table[-1] == ["total (2)", str(totals[0]), str(totals[1]), f"{totals[2]:,}", f"{totals[3]:,}",
-                         f"{(totals[2] - totals[3]) / totals[2]:.1%}"]
+    assert table[-1][:6] == ["total (2)", str(totals[0]), str(totals[1]), f"{totals[2]:,}", f"{totals[3]:,}",
+                             f"{(totals[2] - totals[3]) / totals[2]:.1%}"]
+    assert table[-1][6] == f"clear {(totals[2] - totals[3]) / totals[2]:.0%}"  # the only rule that saves
 
 
 def test_stats_with_the_default_rules(capsys, convs):
@@ -302,7 +303,7 @@ def test_diff_text(capsys, convs, rule_files):
     lines = out.splitlines()
     assert lines[0] == f"diff {old} -> {new}"
     totals = [0, 0, 0.0, 0.0]
-    kept, referenced = [0, 0], 0
+    kept, referenced, changed = [0, 0], 0, 0
     for path, messages in convs:
         changes, costs, tokens = expected_changes(messages, old, new)
         # keep-ten -> keep-three: exactly the results of age 3..9 change, from keep to placeholder
@@ -320,7 +321,8 @@ def test_diff_text(capsys, convs, rule_files):
         totals = [totals[0] + tokens[0], totals[1] + tokens[1], totals[2] + costs[0].cost, totals[3] + costs[1].cost]
         kept = [kept[0] + sum(costs[0].kept), kept[1] + sum(costs[1].kept)]
         referenced += sum(costs[0].referenced)
-    assert lines[-1] == (f"total: tokens after {totals[0]:,} -> {totals[1]:,}; replay cost {totals[2]:,.0f} -> "
+        changed += len(changes)
+    assert lines[-1] == (f"total: {changed} decisions change in 2 conversations; tokens after {totals[0]:,} -> {totals[1]:,}; replay cost {totals[2]:,.0f} -> "
                          f"{totals[3]:,.0f} ({totals[3] / totals[2]:.3f}x); recall {kept[0] / referenced:.3f} -> "
                          f"{kept[1] / referenced:.3f}")
 
@@ -339,7 +341,7 @@ def test_diff_markdown(capsys, convs, rule_files):
     assert lines[start + 1] == "|---|---|---|---|---|---|"
     body = lines[start + 2:start + 2 + len(changes)]
     assert body == [f"| {c.item} | {c.message} | {c.role} | {c.tool or '-'} | {c.old} | {c.new} |" for c in changes]
-    assert lines[-1].startswith(f"**Total**: tokens after {tokens[0]:,} -> {tokens[1]:,}; replay cost ")
+    assert lines[-1].startswith(f"**Total**: {len(changes)} decisions change in 1 conversation; tokens after {tokens[0]:,} -> {tokens[1]:,}; replay cost ")
 
 
 def test_diff_same_rules_changes_nothing(capsys, convs, rule_files):

@@ -28,7 +28,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 import rules_compact
-from rules_compact import compact, load_rules, parse_rules, plugins
+from rules_compact import InputError, compact, load_rules, parse_rules, plugins
 from rules_compact.plugins import hookspecs, manager as plugin_registry
 from rules_compact.plugins import Action, ActionKind
 from rules_compact.cli import main
@@ -71,7 +71,7 @@ class FakeEntryPoint:
         return self.target
 
 
-def plugin(tools=None, matchers=None, actions=None, estimators=None, name="FakePlugin"):
+def plugin(tools=None, matchers=None, actions=None, estimators=None, readers=None, name="FakePlugin"):
     """An object implementing the given hooks (each value: what the hook returns, or an
     exception it raises)."""
 
@@ -83,7 +83,8 @@ def plugin(tools=None, matchers=None, actions=None, estimators=None, name="FakeP
         return hookimpl(impl)
 
     attrs = {}
-    for key, value in (("tools", tools), ("matchers", matchers), ("actions", actions), ("estimators", estimators)):
+    for key, value in (("tools", tools), ("matchers", matchers), ("actions", actions), ("estimators", estimators),
+                       ("readers", readers)):
         if value is not None:
             attrs[f"rules_compact_{key}"] = hook(value)
     return type(name, (), attrs)()
@@ -761,6 +762,26 @@ def test_doc_redact_example_works():
     assert result.messages[-1]["content"] == "key [redacted] ok"
 
 
+def test_doc_reader_example_works(tmp_path, capsys):
+    (event_log,) = [m for m in doc_plugins() if m.__name__ == "event_log"]
+    events = [{"kind": "prompt", "text": "fix it"}]
+    for i in range(8):
+        events += [{"kind": "tool_call", "id": f"t{i}", "tool": "shell", "args": {"cmd": "cat x"}},
+                   {"kind": "tool_output", "id": f"t{i}", "output": "data\n" * 500}]
+    log = tmp_path / "agent.log.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    with use_plugins([event_log]):
+        rc, out, err = run(capsys, "apply", str(log), "-o", str(tmp_path / "out.json"))
+        assert rc == 0, err
+        out_messages = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+        assert [m["role"] for m in out_messages] == ["user"] + ["assistant", "tool"] * 8
+        assert out_messages[2]["tool_call_id"] == "t0"
+        log.write_text(log.read_text(encoding="utf-8") + json.dumps({"kind": "tool_output", "output": "?"}) + "\n",
+                       encoding="utf-8")
+        rc, out, err = run(capsys, "stats", str(log))
+    assert rc == 2 and err == f"{PROG}: error: {log}:18: a tool_output without the 'id' of its call\n"
+
+
 def test_doc_excerpts_of_the_example_are_verbatim():
     source = (EXAMPLE / "src" / "rules_compact_example" / "__init__.py").read_text(encoding="utf-8")
     excerpts = [b for b in doc_blocks("python") if b.startswith("# from src/rules_compact_example/")]
@@ -926,3 +947,102 @@ def test_e2e_the_example_packages_own_tests_pass(site):
                           capture_output=True, text=True, env=full, cwd=source, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"\b\d+ passed\b", proc.stdout)
+
+
+# --- readers ------------------------------------------------------------------------------------
+
+
+def _chatlog_reader(read=None, detect=None, kind="object"):
+    """A made-up log: ``{"chatlog": [{"who": "user" | "bot" | "tool", "said": ..., "call": ...}]}``."""
+    from rules_compact.plugins import Draft, Reader
+
+    def read_chatlog(data):
+        messages = []
+        for i, turn in enumerate(data["chatlog"]):
+            if turn["who"] == "bot":
+                messages.append({"role": "assistant", "content": turn.get("said"),
+                                 **({"tool_calls": [openai_call(f"c{i}", turn["call"], {})]} if "call" in turn else {})})
+            elif turn["who"] == "tool":
+                messages.append({"role": "tool", "tool_call_id": f"c{i - 1}", "content": turn["said"]})
+            else:
+                messages.append({"role": "user", "content": turn["said"]})
+        return [Draft(messages, "chatlog", "openai", ["read by the chatlog plugin"])]
+
+    return Reader("chatlog", kind, detect or (lambda data: "chatlog" in data), read or read_chatlog)
+
+
+def _chatlog(n: int = 12) -> bytes:
+    turns = [{"who": "user", "said": "fix the bug"}]
+    for i in range(n):
+        turns += [{"who": "bot", "said": None, "call": "read_file"}, {"who": "tool", "said": f"line {i}\n" * 400}]
+    return json.dumps({"chatlog": turns, "meta": {"v": 1}}).encode()
+
+
+def test_a_plugin_reader_reads_its_log_in_every_command(tmp_path, capsys):
+    from rules_compact.readers import read_conversations
+
+    log = tmp_path / "session.chatlog.json"
+    log.write_bytes(_chatlog())
+    with pytest.raises(InputError, match="the object has keys: chatlog, meta"):  # unknown without the plugin
+        read_conversations(log.read_bytes(), log.name)
+    with use_plugins([plugin(readers=[_chatlog_reader()])]) as reg:
+        assert [r.name for r in reg.readers] == ["chatlog"]
+        (conv,) = read_conversations(log.read_bytes(), log.name)
+        assert (conv.source_format, conv.format, conv.notes) == ("chatlog", "openai", ("read by the chatlog plugin",))
+        assert len(conv.messages) == 25 and conv.messages[2]["role"] == "tool"
+        rc, out, err = run(capsys, "apply", str(log), "-o", str(tmp_path / "out.json"))
+        assert rc == 0, err
+        out_messages = json.loads((tmp_path / "out.json").read_text())
+        assert out_messages == compact(conv.messages).messages  # a log gives its API message list
+        assert out_messages != conv.messages
+        rc, out, err = run(capsys, "stats", str(log))
+        assert rc == 0 and "chatlog" in out, err
+
+
+def test_plugin_readers_come_before_the_built_in_ones(tmp_path):
+    """A plugin may claim content a built-in reader would take (here: any message list)."""
+    from rules_compact.plugins import Draft, Reader
+    from rules_compact.readers import read_conversations
+
+    mine = Reader("tagged", "list", lambda data: True, lambda data: [Draft(data, "tagged", "openai")])
+    raw = json.dumps([{"role": "user", "content": "hi"}]).encode()
+    assert read_conversations(raw, "m.json")[0].source_format == "messages"
+    with use_plugins([plugin(readers=[mine])]):
+        assert read_conversations(raw, "m.json")[0].source_format == "tagged"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda R, D: "chatlog", "must return Reader objects"),
+    (lambda R, D: R("", "object", bool, list), "needs a non-empty name"),
+    (lambda R, D: R("x", "yaml", bool, list), "kind must be one of lines, object, list, got 'yaml'"),
+    (lambda R, D: R("x", "object", None, list), "detect and read must be callable"),
+])
+def test_invalid_readers_are_plugin_errors(make, message):
+    from rules_compact.plugins import Draft, Reader
+
+    with pytest.raises(PluginError, match=message):
+        with use_plugins([plugin(readers=[make(Reader, Draft)])]):
+            pass
+
+
+@pytest.mark.parametrize("reader, message", [
+    (lambda: _chatlog_reader(read=lambda data: 1 / 0), "read failed: ZeroDivisionError: division by zero"),
+    (lambda: _chatlog_reader(detect=lambda data: data["nope"]), "detect failed: KeyError: 'nope'"),
+    (lambda: _chatlog_reader(read=lambda data: {"messages": []}), "read must return a list of Draft, got dict"),
+])
+def test_a_failing_plugin_reader_is_one_error_line(tmp_path, capsys, reader, message):
+    log = tmp_path / "s.json"
+    log.write_bytes(_chatlog())
+    with use_plugins([plugin(readers=[reader()])]):
+        rc, out, err = run(capsys, "stats", str(log))
+    assert (rc, out) == (2, "")
+    assert err == f"{PROG}: error: {log}: reader chatlog (plugin FakePlugin): {message}\n"
+
+
+def test_a_draft_in_an_unknown_format_is_refused(tmp_path):
+    from rules_compact.plugins import Draft
+    from rules_compact.readers import read_conversations
+
+    bad = _chatlog_reader(read=lambda data: [Draft([], "chatlog", "gemini")])
+    with use_plugins([plugin(readers=[bad])]), pytest.raises(InputError, match="a Draft needs a list of messages and a format of .*, got 'gemini'"):
+        read_conversations(_chatlog(), "s.json")

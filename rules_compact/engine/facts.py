@@ -152,7 +152,9 @@ class Facts:
 
     @cached_property
     def call_names(self) -> list[tuple[str, ...]]:
-        return [tuple(c[1] or "" for c in calls) for calls in self.scan.calls]
+        shared: dict = {}  # one tuple per distinct list of names: a long history repeats a few
+        return [shared.setdefault(names, names) for names in
+                (tuple(c[1] or "" for c in calls) for calls in self.scan.calls)]
 
     @cached_property
     def errors(self) -> list[bool]:

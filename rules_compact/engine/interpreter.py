@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from ..formats import Format
-from ..kinds.base import RESULT, TURN
+from ..kinds.ages import AGE_UNITS
+from ..kinds.base import RESULT, TURN, History
 from ..language.model import Budget, Rule, RuleSet, Step
 from .facts import Facts, Origin
 from .report import Decision, PassReport
@@ -31,6 +32,7 @@ __all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "boundary
 AFTER_BOUNDARY = "after the step boundary: left as it is"
 ERROR_WITHOUT_RULE = "error result: only rules that match is_error: true apply"
 BUDGET_REACHED = "budget reached: left as it is"
+NO_BOUNDARY = "no step boundary yet: nothing decided"
 
 
 class Editor:
@@ -203,16 +205,21 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
     if tally is None and not facts.fmt.shared_messages and all(
-            a.kind is not None and a.kind.item_only and not a.kind.reads_request
-            for rule in by_rule for a in rule.actions):
-        todo = []  # each item's edits touch its own message alone: apply them rule by rule
+            a.kind is not None and a.kind.item_only for rule in by_rule for a in rule.actions):
+        # Each item's edits touch its own message alone: apply them rule by rule (but for the
+        # rules whose actions read the whole request: item by item, below).
+        todo = []
         for rule, items in by_rule.items():
+            if any(a.kind.reads_request for a in rule.actions):
+                todo += items
+                continue
             items.sort()
             said = [action.run_many(items, editor) for action in rule.actions]
             for notes_of in said:
                 for i, note in notes_of.items():
                     notes[i] = f"{notes[i]}; {note}" if len(said) > 1 and i in notes else note
-    for i in todo:
+        todo.sort()
+    for i in _request_readers_last(todo, chosen):
         if tally is not None and tally.reached(budget):
             notes[i] = BUDGET_REACHED
             continue
@@ -232,10 +239,20 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
         measured = tally.removed if budget.min_cleared_counts == "removed" else tally.cleared
         gate = "passed" if measured >= budget.min_cleared_tokens else "failed"
         if gate == "failed":
-            unapplied = (f"minimum gate: would clear {measured} < {budget.min_cleared_tokens} tokens"
+            unapplied = (f"minimum gate: would clear {measured:,} < {budget.min_cleared_tokens:,} tokens"
                          + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
             return Decided(list(facts.messages), chosen, notes, log, gate, unapplied, editor.asked)
     return Decided(editor.out, chosen, notes, log, gate, unapplied, editor.asked)
+
+
+def _request_readers_last(todo: list, chosen: list) -> list:
+    """``todo`` with the items whose actions read the whole request (its breakpoints) moved
+    after the others, in order: they see the request as every other edit leaves it."""
+    late = [i for i in todo if any(a.kind is not None and a.kind.reads_request for a in chosen[i].actions)]
+    if not late:
+        return todo
+    moved = set(late)
+    return [i for i in todo if i not in moved] + late
 
 
 def _counts(budget: Budget) -> bool:
@@ -402,11 +419,11 @@ def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
     if trigger.tokens_over is not None:
         tokens = sum(given.tokens()[:boundary])
         if not tokens > trigger.tokens_over:
-            return f"not triggered: {tokens} tokens <= {trigger.tokens_over}"
+            return f"not triggered: {tokens:,} tokens ≤ {trigger.tokens_over:,}"
     if trigger.tool_results_over is not None:
         results = sum(given.results()[:boundary])
         if not results > trigger.tool_results_over:
-            return f"not triggered: {results} tool results <= {trigger.tool_results_over}"
+            return f"not triggered: {results:,} tool results ≤ {trigger.tool_results_over:,}"
     return None
 
 
@@ -420,7 +437,7 @@ def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:
         tokens, chars = given.measure()
         return sum(tokens), sum(tokens), sum(chars), sum(chars)
 
-    return PassReport(ran=False, reason=why, totals=totals, **_base(ruleset))
+    return PassReport(ran=False, reason=why, totals=totals, boundary=0 if ruleset.step else None, **_base(ruleset))
 
 
 def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list) -> PassReport:
@@ -440,14 +457,25 @@ def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: li
         facts = Facts(messages[:boundary], fmt, ruleset)
         whole = facts if boundary == len(messages) else Facts(messages, fmt, ruleset)
         made = decisions(facts, decided, ruleset)
-        after = tuple(_decision(whole, i, None, 0, False, AFTER_BOUNDARY) for i in range(len(made), len(whole)))
+        units = age_units(ruleset)
+        after = tuple(_decision(whole, i, None, 0, False, AFTER_BOUNDARY, units) for i in range(len(made), len(whole)))
         answered = whole.answered
         dangling = tuple(cid for i in whole.turns if whole.dangling[i]
                          for cid in whole.call_ids[i] if cid not in answered)
         return made + after, tuple(i for i in whole.results if whole.orphans[i]), dangling
 
+    def by_rule():
+        out: dict[str, int] = {}
+        if not decided.unapplied:
+            chosen = decided.chosen
+            for item in sorted({entry[0] for entry in decided.log}):
+                if chosen[item] is not None:
+                    out[chosen[item].name] = out.get(chosen[item].name, 0) + 1
+        return out
+
     return PassReport(ran=True, reason=_reason(ruleset, boundary), changed=decided.changed, gate=decided.gate,
-                      totals=totals, details=details, **_base(ruleset))
+                      unapplied=decided.unapplied, boundary=boundary if ruleset.step else None, totals=totals,
+                      details=details, by_rule=by_rule, **_base(ruleset))
 
 
 def _measurer(fmt: Format, ruleset: RuleSet):
@@ -463,37 +491,59 @@ def _measurer(fmt: Format, ruleset: RuleSet):
 def decisions(facts: Facts, decided: Decided, ruleset: RuleSet) -> tuple[Decision, ...]:
     """A Decision per item of ``facts``, from what was decided on them."""
     measure = _measurer(facts.fmt, ruleset)
+    units = age_units(ruleset)
     made = []
     for i, rule in enumerate(decided.chosen):
         changes = decided.versions.get(i, ())
         saved = sum(measure(old)[0] - measure(new)[0] for _, old, new in changes)
-        decision = _decision(facts, i, rule, saved, bool(changes), decided.notes.get(i))
+        after = None if decided.unapplied else next((new for at, _, new in changes if at == facts.scan.msg[i]), None)
+        decision = _decision(facts, i, rule, saved, bool(changes), decided.notes.get(i), units, after)
         if decided.unapplied and decision.changed:
             decision = replace(decision, changed=False, tokens_after=decision.tokens_before, note=decided.unapplied)
         made.append(decision)
     return tuple(made)
 
 
-def _decision(facts: Facts, i: int, rule: Rule | None, saved: int, changed: bool, note: str | None) -> Decision:
-    scan = facts.scan
+def age_units(ruleset: RuleSet) -> tuple[str, ...]:
+    """The units the rule file's age matchers count, in ``AGE_UNITS`` order."""
+    matchers = [rule.matcher for rule in ruleset.rules] + ([ruleset.error_when] if ruleset.error_when else [])
+    used = {node.data.key[0] for m in matchers for node in m.nodes()
+            if node.kind is not None and node.kind.history is History.AGE}
+    return tuple(unit for unit in AGE_UNITS if unit in used)
+
+
+def _decision(facts: Facts, i: int, rule: Rule | None, saved: int, changed: bool, note: str | None,
+              units: tuple[str, ...] = (), after: Any = None) -> Decision:
+    """``after``: the item's message after the actions, when they replaced it."""
+    scan, fmt = facts.scan, facts.fmt
     before = facts.item_tokens[i]
     turn = scan.is_turn[i]
+    text = len(facts.texts[i])
+    if turn:
+        reasoning = len(fmt.reasoning_text(facts.messages[scan.msg[i]]))
+        text_after, reasoning_after = ((text, reasoning) if after is None
+                                       else (len(fmt.assistant_text(after)), len(fmt.reasoning_text(after))))
+    else:
+        reasoning = reasoning_after = 0
+        text_after = text if after is None else len(fmt.result_text(after, scan.block[i]))
     return Decision(
         item=i, message=scan.msg[i], block=scan.block[i], role="assistant" if turn else "tool",
         tool=",".join(facts.call_names[i]) or None if turn else facts.tool_names[i],
-        tool_call_id=scan.call_id[i], chars=len(facts.texts[i]), tokens_before=before, tokens_after=before - saved,
+        tool_call_id=scan.call_id[i], chars=text + reasoning, tokens_before=before, tokens_after=before - saved,
         age=facts.ages("tool_results", None, False)[i], rule=rule.name if rule else None,
         source=rule.source if rule else None, action=rule.action_names if rule else "none",
-        changed=changed, error=facts.errors[i], orphan=facts.orphans[i], note=note)
+        changed=changed, error=facts.errors[i], orphan=facts.orphans[i], note=note, reasoning=reasoning,
+        chars_after=text_after + reasoning_after, reasoning_after=reasoning_after,
+        ages={unit: facts.ages(unit, None, False)[i] for unit in units})
 
 
 def _reason(ruleset: RuleSet, boundary: int) -> str:
     step = ruleset.step
     if step is None:
         return ruleset.trigger.describe()
-    where = f"rules decide messages 0-{boundary - 1}" if boundary else "no step boundary yet: nothing decided"
+    where = f"rules decide messages 0-{boundary - 1}" if boundary else NO_BOUNDARY
     how = ", moved once paid back" if step.pay_back else ""
     return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}{how}: {where}"
 
 
-__all__ += ["Input", "Outside", "skipped", "not_run", "ran", "decisions", "Origin"]
+__all__ += ["Input", "Outside", "skipped", "not_run", "ran", "decisions", "age_units", "Origin", "NO_BOUNDARY"]

@@ -11,7 +11,11 @@ __all__ = ["Decision", "PassReport", "Report"]
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The rule that decided one item, and what its actions did."""
+    """The rule that decided one item, and what its actions did.
+
+    ``chars`` counts a result's text, or a turn's text and reasoning (``reasoning`` of them);
+    ``chars_after`` and ``reasoning_after`` the same after the actions.  ``ages``: the item's
+    age in each unit the rule file's ``age`` matchers count (counting every item)."""
 
     item: int
     message: int
@@ -30,10 +34,18 @@ class Decision:
     error: bool = False
     orphan: bool = False
     note: str | None = None
+    reasoning: int = 0
+    chars_after: int = 0
+    reasoning_after: int = 0
+    ages: dict[str, int] = field(default_factory=dict)
 
     @property
     def saved(self) -> int:
         return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict:
+        """JSON-ready form: every field, and ``saved``."""
+        return {**asdict(self), "saved": self.saved}
 
 
 Details = tuple[tuple[Decision, ...], tuple[int, ...], tuple[str, ...]]
@@ -55,10 +67,13 @@ class PassReport:
     reason: str
     changed: int = 0  # items whose message an action changed
     gate: str | None = None
+    unapplied: str | None = None  # why a pass that ran changed nothing it decided (a failed minimum gate)
     over_budget_tokens: int | None = None
     idempotent: bool = True
+    boundary: int | None = None  # with a step: how many leading messages the rules decided on
     totals: Callable[[], Totals] = field(default=lambda: (0, 0, 0, 0), repr=False, compare=False)
     details: Callable[[], Details] | None = field(default=None, repr=False, compare=False)
+    by_rule: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def _totals(self) -> Totals:
@@ -102,6 +117,16 @@ class PassReport:
     def over_budget(self) -> bool:
         return self.over_budget_tokens is not None and self.tokens_after > self.over_budget_tokens
 
+    def changed_by_rule(self) -> dict[str, int]:
+        """How many items each rule's actions changed (cheaper than reading ``decisions``)."""
+        if self.by_rule is not None:
+            return self.by_rule()
+        out: dict[str, int] = {}
+        for d in self.decisions:
+            if d.changed and d.rule:
+                out[d.rule] = out.get(d.rule, 0) + 1
+        return out
+
     def saved_by_rule(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for d in self.decisions:
@@ -114,10 +139,10 @@ class PassReport:
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
                 "chars_before": self.chars_before, "chars_after": self.chars_after,
                 **{f.name: getattr(self, f.name) for f in fields(self)
-                   if f.name not in ("ruleset", "source", "ran", "reason", "totals", "details")},
+                   if f.name not in ("ruleset", "source", "ran", "reason", "totals", "details", "by_rule")},
                 "orphans": list(self.orphans), "dangling": list(self.dangling),
                 "over_budget": self.over_budget, "saved_by_rule": self.saved_by_rule(),
-                "decisions": [{**asdict(d), "saved": d.saved} for d in self.decisions]}
+                "decisions": [d.to_dict() for d in self.decisions]}
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,10 @@ class AnthropicFormat(Format):
     def has_thinking(self, msg: Any) -> bool:
         return any(b.get("type") in ("thinking", "redacted_thinking") for b in _dicts(self._blocks(msg)))
 
+    def reasoning_text(self, msg: Any) -> str:
+        return "".join(_str(b.get("thinking")) if b.get("type") == "thinking" else _str(b.get("data"))
+                       for b in _dicts(self._blocks(msg)) if b.get("type") in ("thinking", "redacted_thinking"))
+
     def message_pieces(self, msg: Any) -> Iterable[str]:
         if not isinstance(msg, dict):
             return

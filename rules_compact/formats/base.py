@@ -126,9 +126,11 @@ def replace_content(content: Any, text: str, as_string: bool = False) -> tuple[A
     """New content holding only ``text``, in the shape of ``content`` (a string with
     ``as_string``, or when ``text`` is blank: an empty text block is invalid), and the
     cache_control marker of the old blocks it could not keep (the last one), if any."""
+    if not isinstance(content, list):
+        return text, None
     markers = [p["cache_control"] for p in _dicts(content) if p.get("cache_control")]
     marker = markers[-1] if markers else None
-    if not isinstance(content, list) or as_string or is_blank(text):
+    if as_string or is_blank(text):
         return text, marker
     part: dict[str, Any] = {"type": "text", "text": text}
     if marker is not None:
@@ -332,6 +334,10 @@ class Format:
 
     def assistant_text(self, msg: Any) -> str:
         return parts_text(msg.get("content")) if isinstance(msg, dict) else ""
+
+    def reasoning_text(self, msg: Any) -> str:
+        """The thinking or reasoning a message holds (for reports; none by default)."""
+        return ""
 
     def scan(self, messages: list) -> Scan:
         """Link results to calls, number spans, find user turns."""

@@ -213,6 +213,9 @@ class ResponsesFormat(Format):
     def has_thinking(self, msg: Any) -> bool:
         return _kind(msg) == "reasoning"
 
+    def reasoning_text(self, msg: Any) -> str:
+        return "".join(self.message_pieces(msg)) if _kind(msg) == "reasoning" else ""
+
     def assistant_text(self, msg: Any) -> str:
         return content_text(msg.get("content")) if _is_assistant(msg) else ""
 

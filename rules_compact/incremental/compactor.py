@@ -38,7 +38,10 @@ class Compactor:
     ``verify=True`` (the default), equal to copies taken then of what the rules read of them,
     so an edit made in place to an earlier message is noticed and the pass decides anew.
     ``verify=False`` checks identity only: for loops that never edit a message once sent.
-    The returned messages that a rule changed are shared between calls: treat them as
+    The copies are compared with ``==``, as Python compares values, so an edit in place to a
+    value that compares equal (``True`` to ``1``, ``1`` to ``1.0``) is not noticed: the
+    earlier decision is kept, where ``compact()`` may decide anew.  Build a new message for
+    such an edit, or call ``reset()``.  The returned messages that a rule changed are shared between calls: treat them as
     read-only, as you would the unchanged messages the output shares with your input.
     Threads may share a Compactor: its calls run one at a time.
     """

@@ -12,11 +12,16 @@
 Importing this package imports no framework.  Every integration takes ``rules`` (a RuleSet, a
 path, ``default``, ``preset:NAME``, YAML text, or a list of those for successive passes),
 loaded once, and ``on_compact``: a callable given the :class:`rules_compact.Report` of every
-call, so the host can log or show what was cleared.  Without one, every call that changed
-something is logged on the ``rules_compact.integrations`` logger at INFO
-(:func:`describe` gives the line), so that clearing is never silent.
+call (and, when it takes two arguments, the :class:`Compaction`: integration, name, thread, run,
+whether the step boundary moved, the conversation's :class:`Session`), so the host can log or
+show what was cleared.  Without one, every call that changed something is logged on the
+``rules_compact.integrations`` logger at INFO (:func:`describe` gives the line), so that clearing
+is never silent.  Every call is also an OpenTelemetry span ``rules_compact.compact`` when
+``opentelemetry-api`` is installed (``[otel]``), and ``note=True`` tells the model, in its system
+prompt, that older tool results were cleared and how to get them again (:data:`MODEL_NOTE`).
 """
 
-from ._common import OnCompact, describe, log_report, resolve_rules
+from ._common import MODEL_NOTE, OnCompact, describe, log_report, resolve_rules
+from .tracing import Compaction, Session
 
-__all__ = ["OnCompact", "describe", "log_report", "resolve_rules"]
+__all__ = ["MODEL_NOTE", "Compaction", "OnCompact", "Session", "describe", "log_report", "resolve_rules"]

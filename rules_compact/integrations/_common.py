@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -12,12 +13,13 @@ from ..engine import Result, resolve_rules
 from ..formats import Format
 from ..language.model import RuleSet
 from ..engine.report import Report
+from .tracing import Compaction, Session, attributes, otel_span
 
-__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook", "Translated"]
+__all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook", "Translated", "MODEL_NOTE"]
 
 logger = logging.getLogger("rules_compact.integrations")
 
-OnCompact = Callable[[Report], None]
+OnCompact = Union[Callable[[Report], None], Callable[[Report, Compaction], None]]
 Rules = Union[RuleSet, str, "os.PathLike[str]", Sequence[Union[RuleSet, str, "os.PathLike[str]"]], None]
 
 
@@ -39,30 +41,100 @@ def describe(report: Report) -> str:
     return head + "; " + "; ".join(parts)
 
 
-def log_report(report: Report) -> None:
-    """The default ``on_compact``: log :func:`describe` at INFO when something changed."""
+def log_report(report: Report, where: Compaction | None = None) -> None:
+    """The default ``on_compact``: log :func:`describe` at INFO when something changed, with the
+    integration's name, the thread and the conversation's summary so far."""
     if report.items_changed and logger.isEnabledFor(logging.INFO):
-        logger.info("%s", describe(report))
+        if where is None:
+            logger.info("%s", describe(report))
+        else:
+            thread = f" thread {where.thread_id}" if where.thread_id is not None else ""
+            logger.info("%s [%s%s: %s]", describe(report), where.name, thread, where.session)
+
+
+MODEL_NOTE = ("Older tool results in this conversation were replaced by short placeholders to keep the "
+              "context small. The tools still work: call a tool again if you need a result that was cleared.")
+
+
+def noted(system: Any, note: str) -> Any:
+    """A system prompt (text, or a list of content blocks) with ``note`` after it."""
+    if isinstance(system, list):
+        return [*system, {"type": "text", "text": note}]
+    return f"{system}\n\n{note}" if isinstance(system, str) and system else note
+
+
+def _takes_where(on_compact: Callable) -> bool:
+    """Whether ``on_compact`` takes ``(report, compaction)``, not only ``(report)``."""
+    try:
+        inspect.signature(on_compact).bind(None, None)
+    except (TypeError, ValueError):  # ValueError: no signature to read (some builtins)
+        return False
+    return True
 
 
 class Hook:
-    """The rules, loaded once, and the callback: ``run(messages, format)`` compacts and notifies.
+    """The rules, loaded once, and what tells the host: ``run(messages, format)`` compacts in an
+    OpenTelemetry span, counts the compaction into its conversation's :class:`Session` and
+    calls ``on_compact(report)`` or ``on_compact(report, compaction)``.
 
     A :class:`~rules_compact.Compactor` does the work, so a host that hands over the same
     message objects round after round gets the previous round's decisions reused.
-    ``verify=False`` when the messages are the integration's own dicts (see Translated)."""
+    ``verify=False`` when the messages are the integration's own dicts (see Translated).
+    ``note``: a line for the model (True: :data:`MODEL_NOTE`) that the integration adds to the
+    system prompt of a request in which something was cleared.  ``written_back``: the host keeps
+    the compacted history (see Session)."""
 
-    def __init__(self, rules: Rules = None, on_compact: OnCompact | None = None, verify: bool = True):
+    def __init__(self, rules: Rules = None, on_compact: OnCompact | None = None, verify: bool = True, *,
+                 integration: str = "sdk", name: str = "rules-compact", note: bool | str = False,
+                 written_back: bool = False):
         self.compactor = Compactor(rules, verify=verify)
         self.rulesets = self.compactor.rulesets
         self.on_compact = on_compact if on_compact is not None else log_report
+        self._with_where = _takes_where(self.on_compact)
+        self.integration, self.name, self.written_back = integration, name, written_back
+        self.note = MODEL_NOTE if note is True else (note or None)
+        self._sessions: dict[str | None, Session] = {}
+        self._current: Session | None = None  # the session of the latest call
+        self._lock = threading.Lock()
 
-    def run(self, messages: list, format: str | Format, breakpoints_outside: int = 0) -> Result:
+    def session(self, thread_id: str | None = None) -> Session:
+        """The summary of the conversation ``thread_id`` (None: calls without one)."""
+        with self._lock:
+            found = self._sessions.get(thread_id)
+            if found is None:
+                found = self._sessions[thread_id] = Session(written_back=self.written_back)
+            return found
+
+    def _switch(self, session: Session) -> None:
+        """Make ``session`` the current one; the previous one lets go of its messages."""
+        with self._lock:
+            previous, self._current = self._current, session
+        if previous is not None and previous is not session:
+            previous.release()
+
+    def run(self, messages: list, format: str | Format, breakpoints_outside: int = 0, *,
+            thread_id: str | None = None, run_id: str | None = None, tracer: Any = None
+            ) -> tuple[Result, Compaction]:
         """Compact ``messages``; ``breakpoints_outside``: the request's cache breakpoints outside
-        them (its system prompt and tools), counted with theirs against the provider's limit."""
-        result = self.compactor(messages, format=format, breakpoints_outside=breakpoints_outside)
-        self.on_compact(result.report)
-        return result
+        them (its system prompt and tools), counted with theirs against the provider's limit;
+        ``thread_id`` / ``run_id``: the conversation and run, when the framework tells them;
+        ``tracer``: the OpenTelemetry tracer to use instead of the global one."""
+        with otel_span(tracer) as span:
+            result = self.compactor(messages, format=format, breakpoints_outside=breakpoints_outside)
+            session = self.session(thread_id)
+            self._switch(session)
+            where = Compaction(self.integration, self.name, thread_id, run_id, session.add(result.report), session)
+            if span is not None and span.is_recording():
+                span.set_attributes(attributes(result.report, where))
+            if self._with_where:
+                self.on_compact(result.report, where)
+            else:
+                self.on_compact(result.report)
+        return result, where
+
+    def note_for(self, report: Report) -> str | None:
+        """The line for the model when this compaction cleared something and a note is on."""
+        return self.note if self.note is not None and report.items_changed else None
 
 
 class Translated:
@@ -87,10 +159,17 @@ class Translated:
                  ) -> list:
         """The compacted copy of ``messages`` (in ``format``, else the Translated's): unchanged
         messages are the same objects.  ``breakpoints_outside`` as for :meth:`Hook.run`."""
-        with self._lock:
-            return self._compact(messages, format or self.format, breakpoints_outside)
+        return self.compact(messages, format, breakpoints_outside)[0]
 
-    def _compact(self, messages: Sequence, format: str | Format, breakpoints_outside: int) -> list:
+    def compact(self, messages: Sequence, format: str | Format | None = None, breakpoints_outside: int = 0,
+                **where: Any) -> tuple[list, Result, Compaction]:
+        """:meth:`__call__`, with the Result and the Compaction; ``where``: ``thread_id``,
+        ``run_id``, ``tracer`` as for :meth:`Hook.run`."""
+        with self._lock:
+            return self._compact(messages, format or self.format, breakpoints_outside, where)
+
+    def _compact(self, messages: Sequence, format: str | Format, breakpoints_outside: int, where: dict
+                 ) -> tuple[list, Result, Compaction]:
         previous, entries, rows = self._entries, {}, []
         for msg in messages:
             state = _state(msg)
@@ -100,12 +179,12 @@ class Translated:
             entries[id(msg)] = entry
             rows.append(entry)
         self._entries = entries
-        result = self.hook.run([row.before for row in rows], format, breakpoints_outside)
+        result, compaction = self.hook.run([row.before for row in rows], format, breakpoints_outside, **where)
         for row, after in zip(rows, result.messages):
             if after is not row.after:
                 row.after = after
                 row.output = row.message if after is row.before else self.from_dict(row.message, row.before, after)
-        return [row.output for row in rows]
+        return [row.output for row in rows], result, compaction
 
 
 class _Entry:

@@ -35,19 +35,32 @@ counted with the messages' own, so a request never holds more than Anthropic's 4
 ``AnthropicPromptCachingMiddleware`` before this middleware so that its breakpoints are seen.
 With any other model no breakpoint is written.
 
+What was cleared shows where LangChain users look: every message a rule changed carries
+LangChain's own ``ContextEditingMiddleware`` marking in ``response_metadata["context_editing"]``
+(``{"cleared": True, "strategy": "rules-compact"}`` on a tool message, ``cleared_tool_inputs``
+with the call ids whose arguments were cleared on an AI message, ``{"cleared": True, ...}`` on an
+AI message whose text or reasoning was stripped), so LangSmith runs show the marked messages the
+model got; ``on_compact(report, compaction)`` gets the run's ``thread_id`` and ``run_id``; each
+model call is an OpenTelemetry span when ``opentelemetry-api`` is installed; and
+``middleware.session(thread_id)`` is the conversation's summary.  ``name`` tells several
+instances in one agent apart (``create_agent`` refuses two middlewares of one name);
+``note=True`` appends :data:`~rules_compact.integrations.MODEL_NOTE` to the system message of a
+call in which something was cleared.
+
 Requires ``langchain>=1.0`` (``pip install 'rules-compact[langchain]'``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Awaitable, Callable
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, SystemMessage, ToolMessage
 
 from ..formats import OPENAI_CACHE_CONTROL, count_breakpoints
-from ._common import Hook, OnCompact, Rules, Translated
+from ._common import Hook, OnCompact, Rules, Translated, noted
 
 __all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "translated", "compact_messages"]
 
@@ -89,12 +102,18 @@ def _args(arguments: str) -> Any:
         return {}
 
 
+STRATEGY = "rules-compact"  # response_metadata["context_editing"]["strategy"] of what we changed
+
+
 def apply_changes(msg: BaseMessage, before: dict, after: dict) -> BaseMessage:
-    """``msg`` with what compaction changed between ``before`` and ``after`` (its OpenAI dicts)."""
+    """``msg`` with what compaction changed between ``before`` and ``after`` (its OpenAI dicts),
+    marked in ``response_metadata["context_editing"]`` as ContextEditingMiddleware marks its own."""
     update: dict[str, Any] = {}
+    marks: dict[str, Any] = {}
     if after.get("content") != before.get("content"):
         content = after.get("content")
         update["content"] = "" if content is None else content
+        marks["cleared"] = True
     if isinstance(msg, AIMessage):
         new_args = {c.get("id"): c["function"]["arguments"] for c in after.get("tool_calls") or []}
         old_args = {c.get("id"): c["function"]["arguments"] for c in before.get("tool_calls") or []}
@@ -103,15 +122,28 @@ def apply_changes(msg: BaseMessage, before: dict, after: dict) -> BaseMessage:
                 {**call, "args": _args(new_args[call.get("id")])}
                 if new_args.get(call.get("id")) != old_args.get(call.get("id")) else call
                 for call in msg.tool_calls]
+            marks["cleared_tool_inputs"] = sorted(
+                str(i) for i in new_args if new_args.get(i) != old_args.get(i))
         if "reasoning_content" in before and "reasoning_content" not in after:
             update["additional_kwargs"] = {k: v for k, v in msg.additional_kwargs.items() if k != "reasoning_content"}
-    return msg.model_copy(update=update) if update else msg
+            marks["cleared"] = True
+    if not update:
+        return msg
+    metadata = dict(msg.response_metadata)
+    entry = dict(metadata.get("context_editing") or {})
+    if "cleared_tool_inputs" in marks:
+        marks["cleared_tool_inputs"] = sorted({*entry.get("cleared_tool_inputs", []), *marks["cleared_tool_inputs"]})
+    metadata["context_editing"] = {**entry, **marks, "strategy": STRATEGY} if marks.get("cleared") \
+        else {**entry, **marks}
+    return msg.model_copy(update={**update, "response_metadata": metadata})
 
 
-def translated(rules: Rules = None, on_compact: OnCompact | None = None) -> Translated:
+def translated(rules: Rules = None, on_compact: OnCompact | None = None, *, name: str = "rules-compact",
+               note: bool | str = False) -> Translated:
     """LangChain messages -> their compacted copies, remembered between calls (see Translated):
     unchanged messages are the same objects."""
-    return Translated(Hook(rules, on_compact, verify=False), "openai", to_openai, apply_changes)
+    hook = Hook(rules, on_compact, verify=False, integration="langchain", name=name, note=note)
+    return Translated(hook, "openai", to_openai, apply_changes)
 
 
 def compact_messages(messages: list[BaseMessage], rules: Rules = None) -> list[BaseMessage]:
@@ -129,27 +161,55 @@ def _tool_breakpoint(tool: Any) -> bool:
     return isinstance(extras, dict) and bool(extras.get("cache_control"))
 
 
+def _run_ids(request: ModelRequest) -> tuple[str | None, str | None]:
+    """The LangGraph thread and run of the call (None outside a graph, or without a checkpointer)."""
+    info = getattr(getattr(request, "runtime", None), "execution_info", None)
+    thread_id, run_id = getattr(info, "thread_id", None), getattr(info, "run_id", None)
+    return (None if thread_id is None else str(thread_id)), (None if run_id is None else str(run_id))
+
+
 class RulesCompactMiddleware(AgentMiddleware):
     """Apply rule files to the messages of every model call; the agent state keeps the originals.
 
     ``rules``: a RuleSet, a path, ``default``, ``preset:NAME``, YAML text or a list of them
-    (successive passes), loaded once.  ``on_compact(report)`` is called on every model call
-    with the :class:`rules_compact.Report`; by default, calls that changed something are logged
-    on the ``rules_compact.integrations`` logger."""
+    (successive passes), loaded once.  ``on_compact(report)`` or ``on_compact(report,
+    compaction)`` is called on every model call with the :class:`rules_compact.Report` (and the
+    :class:`~rules_compact.integrations.tracing.Compaction`: name, thread, run, session); by
+    default, calls that changed something are logged on the ``rules_compact.integrations``
+    logger.  ``name``: the middleware's name in the agent (default ``RulesCompactMiddleware``;
+    give each instance its own).  ``note``: see the module.  ``offload``: in ``ainvoke``, compact
+    in a worker thread (``asyncio.to_thread``) so that the event loop keeps running meanwhile."""
 
-    def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None):
+    def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None,
+                 name: str = "RulesCompactMiddleware", note: bool | str = False, offload: bool = False):
         super().__init__()
-        self.compact = translated(rules, on_compact)
+        self._name, self.offload = name, offload
+        self.compact = translated(rules, on_compact, name=name, note=note)
+        self.session = self.compact.hook.session
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         if not request.messages:
             return request
         if not _reads_cache_control(request.model):
-            return request.override(messages=self.compact(request.messages))
-        system = request.system_message.content if request.system_message is not None else None
-        outside = count_breakpoints(system) + sum(1 for t in request.tools or () if _tool_breakpoint(t)) \
-            + count_breakpoints({"cache_control": (request.model_settings or {}).get("cache_control")})
-        return request.override(messages=self.compact(request.messages, OPENAI_CACHE_CONTROL, outside))
+            fmt, outside = None, 0
+        else:
+            system = request.system_message.content if request.system_message is not None else None
+            fmt = OPENAI_CACHE_CONTROL
+            outside = count_breakpoints(system) + sum(1 for t in request.tools or () if _tool_breakpoint(t)) \
+                + count_breakpoints({"cache_control": (request.model_settings or {}).get("cache_control")})
+        thread_id, run_id = _run_ids(request)
+        messages, result, _ = self.compact.compact(request.messages, fmt, outside, thread_id=thread_id, run_id=run_id)
+        note = self.compact.hook.note_for(result.report)
+        if note is None:
+            return request.override(messages=messages)
+        system = request.system_message
+        system = SystemMessage(content=note) if system is None else \
+            system.model_copy(update={"content": noted(system.content, note)})
+        return request.override(messages=messages, system_message=system)
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse | AIMessage:
@@ -158,4 +218,5 @@ class RulesCompactMiddleware(AgentMiddleware):
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
                                ) -> ModelResponse | AIMessage:
-        return await handler(self._request(request))
+        return await handler(await asyncio.to_thread(self._request, request) if self.offload
+                             else self._request(request))

@@ -21,16 +21,27 @@ sessions) keep the originals.  It also builds new item objects for every call; t
 the rules the previous call's object for each item equal to it, so a stepped rule set (the
 default) reuses its decided prefix as with any Compactor.
 
+What was cleared shows in the SDK's own tracing: each call is a custom span ``rules-compact``
+(or the filter's ``name``) in the run's trace, its data the attributes of
+:func:`rules_compact.integrations.tracing.attributes` (rule files, tokens before and after, items
+changed per rule, boundary moved, over budget, the conversation's summary).  The trace's
+``group_id`` is the conversation (``thread_id`` of ``on_compact(report, compaction)`` and of
+``filter.session(thread_id)``), its ``trace_id`` the run.  ``note=True`` appends
+:data:`~rules_compact.integrations.MODEL_NOTE` to the instructions of a call in which something
+was cleared.
+
 Requires ``openai-agents`` (``pip install 'rules-compact[openai-agents]'``); this module
 imports it only for the return type, when the filter first runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
-from ._common import Hook, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules, noted
+from .tracing import attributes
 
 __all__ = ["input_filter", "compact_items"]
 
@@ -44,33 +55,58 @@ class _SameItems:
         self.previous: list = []
         self._lock = threading.Lock()
 
-    def __call__(self, items: list) -> list:
+    def __call__(self, items: list, **where: Any) -> tuple[list, Any, Any]:
+        """The compacted copy of ``items``, the Result and the Compaction (``where`` as for
+        :meth:`Hook.run`)."""
         with self._lock:
             known = [old if old == new else new for old, new in zip(self.previous, items)] + items[len(self.previous):]
             self.previous = known
-            out = self.hook.run(known, "responses").messages
-        return [item if after is seen else after for item, seen, after in zip(items, known, out)]
+            result, compaction = self.hook.run(known, "responses", **where)
+        out = [item if after is seen else after for item, seen, after in zip(items, known, result.messages)]
+        return out, result, compaction
 
 
 def compact_items(items: list, rules: Rules = None) -> list:
     """The compacted copy of a list of Responses input items (one-off: loads ``rules``)."""
-    return _SameItems(Hook(rules, lambda report: None))(list(items))
+    return _SameItems(Hook(rules, lambda report: None))(list(items))[0]
 
 
-def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None):
+def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None, name: str = "rules-compact",
+                 note: bool | str = False, offload: bool = False):
     """A ``call_model_input_filter`` applying ``rules`` (a RuleSet, a path, ``default``,
-    ``preset:NAME``, YAML text, or a list of them), loaded once.  ``on_compact(report)`` is
-    called on every model call; by default, calls that changed something are logged on the
-    ``rules_compact.integrations`` logger."""
-    compact = _SameItems(Hook(rules, on_compact))
+    ``preset:NAME``, YAML text, or a list of them), loaded once.  ``on_compact(report)`` (or
+    ``on_compact(report, compaction)``) is called on every model call; by default, calls that
+    changed something are logged on the ``rules_compact.integrations`` logger.  The filter's
+    ``session(thread_id)`` is a conversation's summary."""
+    hook = Hook(rules, on_compact, integration="openai-agents", name=name, note=note)
+    compact = _SameItems(hook)
 
     def rules_compact_input_filter(data: Any):
         from agents.run_config import ModelInputData
+        from agents.tracing import custom_span, get_current_trace
+        from agents.tracing.spans import NoOpSpan
+        from agents.tracing.traces import NoOpTrace
 
         model_data = data.model_data
         items = model_data.input
         if not isinstance(items, list) or not items:
             return model_data
-        return ModelInputData(input=compact(items), instructions=model_data.instructions)
+        trace = get_current_trace()
+        traced = trace is not None and not isinstance(trace, NoOpTrace)
+        thread_id, run_id = (getattr(trace, "group_id", None), trace.trace_id) if traced else (None, None)
+        with custom_span(name) as span:
+            out, result, compaction = compact(items, thread_id=thread_id, run_id=run_id)
+            if not isinstance(span, NoOpSpan):  # tracing on: the attributes measure the tokens
+                span.span_data.data.update(attributes(result.report, compaction))
+        instructions = model_data.instructions
+        note_text = hook.note_for(result.report)
+        if note_text is not None:
+            instructions = noted(instructions, note_text) if isinstance(instructions, str) else note_text
+        return ModelInputData(input=out, instructions=instructions)
 
-    return rules_compact_input_filter
+    async def rules_compact_input_filter_offloaded(data: Any):
+        return await asyncio.to_thread(rules_compact_input_filter, data)
+
+    chosen = rules_compact_input_filter_offloaded if offload else rules_compact_input_filter
+    chosen.session = hook.session  # type: ignore[attr-defined]
+    return chosen

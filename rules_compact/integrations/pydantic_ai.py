@@ -54,11 +54,24 @@ turn is not sent (a ``ModelResponse`` holds no cache point), nor any with anothe
 through ``history_processor`` (``ProcessHistory`` writes the history back, so its cache points
 would pile up round after round).
 
+What was cleared shows in pydantic-ai's own instrumentation: each model request's compaction
+is an OpenTelemetry span ``rules_compact.compact`` made with the run's tracer (so it sits in the
+run's trace when the agent is instrumented, ``Agent(instrument=True)`` or Logfire's
+``instrument_pydantic_ai()``; else the global tracer's), with the attributes of
+:func:`rules_compact.integrations.tracing.attributes`.  ``on_compact(report, compaction)`` gets the
+run's ``conversation_id`` (as ``thread_id``) and ``run_id``; ``capability.session(thread_id)`` is
+a conversation's summary.  ``note=True`` adds :data:`~rules_compact.integrations.MODEL_NOTE` as a
+dynamic instruction to a request in which something was cleared.  The capability works in agent
+specs: ``Agent.from_spec({"model": ..., "capabilities": [{"RulesCompactCapability": {"rules":
+"preset:keep-recent-results"}}]}, custom_capability_types=[RulesCompactCapability])`` (``rules``:
+a rule name, path or YAML text, or a list of them; ``name``; ``note``).
+
 Requires ``pydantic-ai-slim`` (``pip install 'rules-compact[pydantic-ai]'``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 from typing import Any, Sequence
@@ -210,12 +223,26 @@ def from_anthropic(msg: ModelMessage, before: dict, after: dict, cache_points: b
     return dataclasses.replace(msg, parts=new_parts)
 
 
-def translated(rules: Rules = None, on_compact: OnCompact | None = None, cache_points: bool = False) -> Translated:
+def translated(rules: Rules = None, on_compact: OnCompact | None = None, cache_points: bool = False, *,
+               hook: Hook | None = None, written_back: bool = False) -> Translated:
     """pydantic-ai messages -> their compacted copies, remembered between calls (see
     Translated): unchanged messages are the same objects.  ``cache_points``: send the breakpoints
-    ``cache-breakpoint`` puts on tool results as ``CachePoint`` parts (for AnthropicModel)."""
+    ``cache-breakpoint`` puts on tool results as ``CachePoint`` parts (for AnthropicModel);
+    ``hook``: the Hook to use (its rules and callback) instead of a new one."""
     rebuild = functools.partial(from_anthropic, cache_points=True) if cache_points else from_anthropic
-    return Translated(Hook(rules, on_compact, verify=False), "anthropic", to_anthropic, rebuild)
+    hook = hook or Hook(rules, on_compact, verify=False, integration="pydantic-ai", written_back=written_back)
+    return Translated(hook, "anthropic", to_anthropic, rebuild)
+
+
+def _run(ctx: Any) -> dict:
+    """What the run context tells a compaction: the conversation, the run, the run's tracer
+    (when the agent is instrumented; else None, for the global one)."""
+    tracer = getattr(ctx, "tracer", None)
+    if tracer is not None and type(tracer).__name__ == "NoOpTracer":
+        tracer = None
+    conversation, run = getattr(ctx, "conversation_id", None), getattr(ctx, "run_id", None)
+    return {"thread_id": conversation if conversation is None else str(conversation),
+            "run_id": run if run is None else str(run), "tracer": tracer}
 
 
 def compact_history(messages: Sequence[ModelMessage], rules: Rules = None) -> list[ModelMessage]:
@@ -226,12 +253,16 @@ def compact_history(messages: Sequence[ModelMessage], rules: Rules = None) -> li
 def history_processor(rules: Rules = None, *, on_compact: OnCompact | None = None):
     """A pydantic-ai history processor applying ``rules``: pass it to ``ProcessHistory`` (2.x)
     or ``history_processors=`` (1.x).  ``on_compact(report)`` is called on every model request;
-    by default, requests that changed something are logged on ``rules_compact.integrations``."""
-    compact = translated(rules, on_compact)
+    by default, requests that changed something are logged on ``rules_compact.integrations``.
+    pydantic-ai writes the processed history back, so the processor's ``session()`` adds up
+    what each request cleared (a processor is not told the run: its spans come from the global
+    tracer, and ``thread_id`` is None)."""
+    compact = translated(rules, on_compact, written_back=True)
 
     def rules_compact_history(messages: list[ModelMessage]) -> list[ModelMessage]:
         return compact(messages)
 
+    rules_compact_history.session = compact.hook.session  # type: ignore[attr-defined]
     return rules_compact_history
 
 
@@ -250,33 +281,58 @@ def _settings_breakpoints(request_context: Any) -> int:
 
 def _capability_class():
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import InstructionPart
 
     @dataclasses.dataclass
     class RulesCompactCapability(AbstractCapability[Any]):
         """Compact the messages of every model request; the run's history keeps the originals.
 
-        ``rules`` as for :func:`history_processor`; ``on_compact(report)`` on every request."""
+        ``rules`` as for :func:`history_processor`; ``on_compact(report)`` (or ``on_compact(report,
+        compaction)``) on every request; ``name`` in spans and callbacks; ``note``: see the
+        module; ``offload``: compact in a worker thread (``asyncio.to_thread``) so that the event
+        loop keeps running meanwhile."""
 
         rules: Any = None
         on_compact: OnCompact | None = None
+        name: str = "rules-compact"
+        note: bool | str = False
+        offload: bool = False
 
         def __post_init__(self):
-            self._compact = translated(self.rules, self.on_compact)
+            self._hook = Hook(self.rules, self.on_compact, verify=False, integration="pydantic-ai",
+                              name=self.name, note=self.note)
+            self.session = self._hook.session
+            self._compact = translated(hook=self._hook)
             self._compact_anthropic: Translated | None = None  # with cache points, made when first needed
 
+        @classmethod
+        def from_spec(cls, rules: str | list[str] | None = None, *, name: str = "rules-compact",
+                      note: bool | str = False, offload: bool = False):
+            """From an agent spec: ``rules`` a rule name (``default``, ``preset:NAME``), a path or
+            YAML text, or a list of them; the default callback logs what was cleared."""
+            return cls(rules=rules, name=name, note=note, offload=offload)
+
         async def before_model_request(self, ctx, request_context):
+            if self.offload:
+                return await asyncio.to_thread(self._compacted, ctx, request_context)
+            return self._compacted(ctx, request_context)
+
+        def _compacted(self, ctx, request_context):
+            run = _run(ctx)
             if getattr(request_context.model, "system", None) != "anthropic":
-                messages = self._compact(request_context.messages)
+                messages, result, _ = self._compact.compact(request_context.messages, **run)
             else:
                 if self._compact_anthropic is None:
-                    self._compact_anthropic = translated(self.rules, self.on_compact, cache_points=True)
-                messages = self._compact_anthropic(request_context.messages,
-                                                   breakpoints_outside=_settings_breakpoints(request_context))
-            return dataclasses.replace(request_context, messages=messages)
-
-        @classmethod
-        def get_serialization_name(cls) -> str | None:
-            return None  # takes Python objects: not spec-serializable
+                    self._compact_anthropic = translated(cache_points=True, hook=self._hook)
+                messages, result, _ = self._compact_anthropic.compact(
+                    request_context.messages, breakpoints_outside=_settings_breakpoints(request_context), **run)
+            note = self._hook.note_for(result.report)
+            if note is None:
+                return dataclasses.replace(request_context, messages=messages)
+            parameters = request_context.model_request_parameters
+            parts = [*(parameters.instruction_parts or ()), InstructionPart(content=note, dynamic=True)]
+            return dataclasses.replace(request_context, messages=messages,
+                                       model_request_parameters=dataclasses.replace(parameters, instruction_parts=parts))
 
     return RulesCompactCapability
 

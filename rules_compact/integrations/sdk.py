@@ -17,8 +17,14 @@ request with its ``messages`` (Anthropic Messages or OpenAI Chat Completions, de
 same.  The cache breakpoints the request holds outside its messages (``cache_control`` on
 ``system`` blocks, on ``tools`` and at the top level) are counted with the messages' own, so
 a ``cache-breakpoint`` rule never takes an Anthropic request past its limit of 4.  Your ``messages`` are never mutated: keep them, and compact them again before the next
-call.  ``on_compact(report)`` is called on every request; by default, requests that changed
-something are logged on the ``rules_compact.integrations`` logger.
+call.  ``on_compact(report)`` (or ``on_compact(report, compaction)``, see
+:class:`~rules_compact.integrations.tracing.Compaction`) is called on every request; by default,
+requests that changed something are logged on the ``rules_compact.integrations`` logger.  Each
+request is an OpenTelemetry span ``rules_compact.compact`` when ``opentelemetry-api`` is installed;
+``compact_request.session(thread_id)`` is the conversation's summary (pass ``thread_id=`` to tell
+conversations apart).  ``note=True`` adds :data:`~rules_compact.integrations.MODEL_NOTE` to the
+system prompt (``system``, the leading system message, or ``instructions``) of a request in
+which something was cleared.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any, Mapping
 
 from ..errors import InputError
 from ..formats import count_breakpoints, detect_format
-from ._common import Hook, OnCompact, Rules
+from ._common import Hook, OnCompact, Rules, noted
 
 __all__ = ["RequestCompactor", "compact_request"]
 
@@ -35,11 +41,14 @@ __all__ = ["RequestCompactor", "compact_request"]
 class RequestCompactor:
     """``compactor(request) -> request`` with the messages (or Responses input) compacted."""
 
-    def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None, format: str | None = None):
-        self.compactor = Hook(rules, on_compact)
+    def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None, format: str | None = None,
+                 name: str = "rules-compact", note: bool | str = False):
+        self.compactor = Hook(rules, on_compact, integration="sdk", name=name, note=note)
         self.format = format
+        self.session = self.compactor.session
 
-    def __call__(self, request: Mapping[str, Any]) -> dict:
+    def __call__(self, request: Mapping[str, Any], *, thread_id: str | None = None, run_id: str | None = None
+                 ) -> dict:
         if isinstance(request.get("messages"), list):
             key = "messages"
             fmt = self.format or detect_format(request["messages"])
@@ -50,12 +59,27 @@ class RequestCompactor:
                              "and no 'input' list (Responses)")
         outside = count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
             + count_breakpoints({"cache_control": request.get("cache_control")})
-        result = self.compactor.run(request[key], fmt, outside)
-        return {**request, key: result.messages}
+        result, _ = self.compactor.run(request[key], fmt, outside, thread_id=thread_id, run_id=run_id)
+        out = {**request, key: result.messages}
+        note = self.compactor.note_for(result.report)
+        return out if note is None else {**out, **_noted(out, key, result.report.format, note)}
+
+
+def _noted(request: dict, key: str, format_name: str, note: str) -> dict:
+    """The keys of ``request`` that carry ``note`` at the end of its system prompt."""
+    if key == "input":
+        instructions = request.get("instructions")
+        return {"instructions": f"{instructions}\n\n{note}" if isinstance(instructions, str) and instructions else note}
+    if format_name == "anthropic":
+        return {"system": noted(request.get("system"), note)}
+    messages = request["messages"]
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") in ("system", "developer"):
+        return {"messages": [{**messages[0], "content": noted(messages[0].get("content"), note)}, *messages[1:]]}
+    return {"messages": [{"role": "system", "content": note}, *messages]}
 
 
 def compact_request(request: Mapping[str, Any], rules: Rules = None, *, on_compact: OnCompact | None = None,
-                    format: str | None = None) -> dict:
+                    format: str | None = None, note: bool | str = False) -> dict:
     """One-off form of :class:`RequestCompactor` (loads ``rules`` on each call: keep a
     RequestCompactor in a loop)."""
-    return RequestCompactor(rules, on_compact=on_compact, format=format)(request)
+    return RequestCompactor(rules, on_compact=on_compact, format=format, note=note)(request)

@@ -53,7 +53,8 @@ class ActionKind:
     """A named action: ``compile(options, ctx, path)`` returns an Action.  ``item_only``:
     it edits nothing but the item's own message, so its decisions can be kept across calls.
     ``reads_request``: what it does depends on the whole request (``editor.breakpoints()``),
-    so items are edited one by one in order, and its decisions are never kept."""
+    so items are edited one by one in order, and its decisions are never kept.  ``items``:
+    the item kinds it can change (``validate`` warns about a rule that matches none of them)."""
 
     name: str
     compile: Callable[[Any, "CompileContext", str], "Action"]
@@ -61,6 +62,7 @@ class ActionKind:
     schema: dict | None = None
     item_only: bool = False
     reads_request: bool = False
+    items: tuple[str, ...] = ITEM_KINDS
 
 
 Select = Callable[[list, "Facts"], list]
@@ -123,14 +125,7 @@ class All(Matcher):
         return self._parts
 
     def specialize(self, item_kind: str) -> Matcher | bool:
-        kept = []
-        for part in self._parts:
-            answer = part.specialize(item_kind)
-            if answer is False:
-                return False
-            if answer is not True:
-                kept.append(answer)
-        return True if not kept else kept[0] if len(kept) == 1 else All(kept)
+        return _specialized(self._parts, item_kind, False, All)
 
 
 class AnyOf(Matcher):
@@ -161,14 +156,20 @@ class AnyOf(Matcher):
         return self._parts
 
     def specialize(self, item_kind: str) -> Matcher | bool:
-        kept = []
-        for part in self._parts:
-            answer = part.specialize(item_kind)
-            if answer is True:
-                return True
-            if answer is not False:
-                kept.append(answer)
-        return False if not kept else kept[0] if len(kept) == 1 else AnyOf(kept)
+        return _specialized(self._parts, item_kind, True, AnyOf)
+
+
+def _specialized(parts: Sequence[Matcher], item_kind: str, decisive: bool, combine) -> Matcher | bool:
+    """``parts`` specialised to one item kind: ``decisive`` when a part's answer is (False for
+    All, True for AnyOf); else the undecided parts ``combine``d, the other answer when none is."""
+    kept = []
+    for part in parts:
+        answer = part.specialize(item_kind)
+        if answer is decisive:
+            return decisive
+        if answer is not (not decisive):
+            kept.append(answer)
+    return (not decisive) if not kept else kept[0] if len(kept) == 1 else combine(kept)
 
 
 class Not(Matcher):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from typing import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,14 @@ from ..resources import bundled_rules, preset_names
 from .schema import extended_schema, rule_schema, schema_problems
 from .yamlsource import load_yaml
 
-__all__ = ["load_rules", "parse_rules", "check_rules"]
+__all__ = ["load_rules", "parse_rules", "check_rules", "read_source"]
 
 
 def load_rules(source: str | os.PathLike) -> RuleSet:
-    """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text; raises ConfigError."""
+    """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text.
+
+    Raises ConfigError (``.problems``) for an invalid rule file, InputError for one that cannot
+    be read (missing, a folder, no such preset) or a source that is no str or path."""
     text, file = read_source(source)
     return parse_rules(text, file)
 
@@ -36,6 +40,8 @@ def read_source(source: str | os.PathLike) -> tuple[str, str]:
         raise InputError(f"{source}: no such preset; available: default, "
                          + ", ".join(f"preset:{n}" for n in preset_names()))
     path = Path(path or source)
+    if path.name in preset_names() and not path.exists():
+        raise InputError(f"{path}: no such rule file; the preset is preset:{path.name}")
     limit = max_rules_bytes()
     try:
         if path.is_dir():
@@ -66,14 +72,21 @@ class Layer:
     ctx: CompileContext
 
 
-def parse_rules(text: str, file: str = "<string>") -> RuleSet:
-    """Parse, validate and compile rule-file text (and the files it extends)."""
+#: How a rule file's ``extends`` target is read: a source (a path, ``default``, ``preset:NAME``)
+#: to its text and file name.
+Reader = Callable[[str], "tuple[str, str]"]
+
+
+def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None) -> RuleSet:
+    """Parse, validate and compile rule-file text (and the files it extends, read by ``read``:
+    from disk and the bundled rules by default; :mod:`rules_compact.batch` passes the texts it
+    shipped to a worker)."""
     if not isinstance(text, str) or not isinstance(file, str):
         wrong = ("text", text) if not isinstance(text, str) else ("file", file)
         raise InputError(f"parse_rules takes the rule file's {wrong[0]} as a str, got {type_name(wrong[1])}"
                          + ("; decode it, or pass its path to load_rules" if isinstance(text, bytes) else ""))
     reg = registry()
-    layers = _chain(text, file, reg, ())
+    layers = _chain(text, file, reg, (), read or read_source)
     child = layers[-1]
     data, entries = merge_layers(layers)
     settle_conflicts(child.ctx, data, reg.conflicts)
@@ -102,7 +115,7 @@ def _layer(text: str, file: str, reg) -> Layer:
     return Layer(data, registry_context(file, marks, reg))
 
 
-def _chain(text: str, file: str, reg, seen: tuple[str, ...]) -> list[Layer]:
+def _chain(text: str, file: str, reg, seen: tuple[str, ...], read: Reader) -> list[Layer]:
     """The layers of an ``extends`` chain, the most basic first."""
     layer = _layer(text, file, reg)
     parent = layer.data.get("extends")
@@ -115,11 +128,11 @@ def _chain(text: str, file: str, reg, seen: tuple[str, ...]) -> list[Layer]:
         line, col = layer.ctx.locate("extends")
         raise ConfigError([Problem(file, line, col, f"extends {parent!r} makes a cycle", "extends")])
     try:
-        parent_text, parent_file = read_source(source)
+        parent_text, parent_file = read(source)
     except InputError as exc:
         line, col = layer.ctx.locate("extends")
         raise ConfigError([Problem(file, line, col, f"cannot extend {parent!r}: {exc}", "extends")]) from None
-    return _chain(parent_text, parent_file, reg, seen + (key,)) + [layer]
+    return _chain(parent_text, parent_file, reg, seen + (key,), read) + [layer]
 
 
 MERGED_KEY_BY_KEY = ("defaults", "budget", "tools")

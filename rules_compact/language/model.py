@@ -77,9 +77,9 @@ class Trigger:
 
     def describe(self) -> str:
         if self.tokens_over is not None:
-            return f"tokens > {self.tokens_over}"
+            return f"tokens > {self.tokens_over:,}"
         if self.tool_results_over is not None:
-            return f"tool results > {self.tool_results_over}"
+            return f"tool results > {self.tool_results_over:,}"
         return "always"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -146,7 +147,58 @@ def load_yaml(text: str, file: str) -> tuple[Any, Marks, Marks, list[Problem]]:
         if "quoted scalar" in (getattr(exc, "context", None) or "") and getattr(exc, "context_mark", None):
             mark = exc.context_mark  # an unclosed quote: point at where it opens
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        return None, {}, {}, [Problem(file, line, col, _yaml_message(exc))]
+        hint = _indentation_hint(text, line) if "expected <block end>" in (exc.problem or "") else None
+        return None, {}, {}, [Problem(file, line, col, hint or _yaml_message(exc))]
+
+
+_RULE_START = re.compile(r"^(?P<indent> *)- +(?:\{\s*)?name: *(?P<name>[^,}#\s]+)")
+
+
+def _spaces(n: int) -> str:
+    return f"{n} space" + ("" if n == 1 else "s")
+
+
+def _indentation_hint(text: str, line: int) -> str | None:
+    """For a block that ends where it should not (a key or a ``-`` indented unlike its
+    neighbours) inside a rule: what is misplaced, in which rule, and the indentations that fit."""
+    lines = text.splitlines()
+    if not 0 < line <= len(lines):
+        return None
+    bad = lines[line - 1]
+    indent, stripped = len(bad) - len(bad.lstrip(" ")), bad.strip()
+    start = next((n for n in range(line - 1, 0, -1) if _RULE_START.match(lines[n - 1])), None)
+    if start is None:
+        return None
+    found = _RULE_START.match(lines[start - 1])
+    name, dash = found["name"].strip("'\""), len(found["indent"])
+    where = f"rule {name!r} (line {start})"
+    if stripped.startswith("- "):
+        what = _RULE_START.match(bad)
+        rule = f"rule {what['name'].strip(chr(39) + chr(34))!r}" if what else "this list item"
+        return (f"YAML error: {rule} is indented {_spaces(indent)}, the rules before it {dash}, as {where}: "
+                f"put its '-' under theirs, {_spaces(dash)} in")
+    levels = {lines[start - 1].index("name", dash): "the rule's keys"}
+    for text_line in lines[start:line - 1]:
+        body = text_line.lstrip(" ")
+        at = len(text_line) - len(body)
+        if body and not body.startswith("#") and ":" in body and at not in levels and at > min(levels):
+            parent = next((key for key_at, key in reversed(list(_keys(lines[start - 1:line - 1]))) if key_at < at), None)
+            levels[at] = f"inside {parent!r}" if parent else "nested"
+    key = stripped.split(":", 1)[0]
+    fits = " or ".join(f"{at} ({label})" for at, label in sorted(levels.items()))
+    fix = f"indent it {_spaces(min(levels))}" if len(levels) == 1 else "indent it like the keys it belongs with"
+    if key == "name":
+        fix += f", or start a new rule there with '- name:', the '-' {_spaces(dash)} in"
+    return f"YAML error: {key!r} is indented {_spaces(indent)} in {where}, whose keys are at {fits}: {fix}"
+
+
+def _keys(lines: list[str]):
+    """``(indent, key)`` of each line of ``lines`` that holds a ``key:``, in order."""
+    for text_line in lines:
+        body = text_line.lstrip(" ")
+        match = re.match(r"(?:- +)?(?:\{\s*)?([\w-]+):", body)
+        if match:
+            yield len(text_line) - len(body) + (body.index(match[1]) if body.startswith("-") else 0), match[1]
 
 
 def _parse(text: str, file: str, loader_class) -> tuple[Any, Marks, Marks, list[Problem]]:

@@ -33,11 +33,11 @@ def rules_compact_tools():
 
 @hookspec
 def rules_compact_matchers():
-    """Add matcher kinds: a list of ``MatcherKind(name, compile, description, schema)``.
+    """Add matcher kinds: a list of ``MatcherKind(name, compile, description, schema, history)``.
 
     ``compile(options, ctx, path)`` runs once per use in a rule file and returns a predicate
-    ``(item, view) -> bool``; ``schema`` is the JSON Schema of ``options``, added to the
-    rule-file schema so that ``validate`` reports located errors in them.
+    ``(item, view) -> bool`` (or a ``Matcher``); ``schema`` is the JSON Schema of ``options``,
+    added to the rule-file schema so that ``validate`` reports located errors in them.
     """
 
 
@@ -55,3 +55,15 @@ def rules_compact_estimators():
     """Add token estimators: a dict from a name (for ``defaults.estimator``) to a pure
     function ``estimate(text: str) -> int``, or to an ``Estimator`` that may also count
     whole messages."""
+
+
+@hookspec
+def rules_compact_readers():
+    """Add log readers: a list of ``Reader(name, kind, detect, read)``.
+
+    ``kind`` is what ``detect`` and ``read`` get: ``"lines"`` a whole JSONL file as
+    ``[(line number, value)]``, ``"object"`` or ``"list"`` one JSON value.  ``detect(data)``
+    says whether the content is the reader's; ``read(data)`` returns a list of ``Draft``
+    (messages in an API format, the source format's name, notes).  Plugin readers are tried
+    before the built-in ones, in plugin order.
+    """

@@ -24,11 +24,12 @@ from jsonschema.exceptions import SchemaError
 
 from . import hookspecs
 from ..errors import RulesCompactError
-from ..formats import decode_args
+from ..formats import FORMATS, decode_args
 from ..kinds.base import ActionKind, MatcherKind
 from ..kinds.estimators import Estimator, as_estimator
 from ..language.model import ToolSpec
 from ..language.templates import RESULT_VARIABLES, Template, TemplateError
+from ..readers.base import Draft, LogError, Reader
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
            "ENV_PLUGINS", "BUILTIN", "reset", "use_plugins", "tool_spec", "call_args", "HOOKS"]
@@ -36,7 +37,9 @@ __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manag
 ENTRY_POINT_GROUP = "rules_compact"
 ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
 BUILTIN = "rules_compact.builtin"
-HOOKS = ("rules_compact_tools", "rules_compact_matchers", "rules_compact_actions", "rules_compact_estimators")
+HOOKS = ("rules_compact_tools", "rules_compact_matchers", "rules_compact_actions", "rules_compact_estimators",
+         "rules_compact_readers")
+READER_KINDS = ("lines", "object", "list")
 TOOL_KEYS = ("name", "compact", "placeholder", "summarize")
 
 
@@ -69,7 +72,8 @@ class Registry:
     conflicts: tuple[tuple[ToolSpec, ToolSpec], ...]
     failures: tuple[PluginFailure, ...]
     plugins: tuple[tuple[str, str], ...]  # (name, version), built-in first
-    # ("matcher" | "action" | "estimator", name) -> the plugin that added it
+    readers: tuple[Reader, ...] = ()  # tried before the built-in readers, in plugin order
+    # ("matcher" | "action" | "estimator" | "reader", name) -> the plugin that added it
     owners: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
 
 
@@ -228,12 +232,52 @@ def _check_kind(kind: Any, cls: type, hook: str) -> None:
             raise PluginError(f"{hook}(): {cls.__name__} {kind.name!r}: invalid JSON Schema: {exc.message}") from None
 
 
+def _checked_reader(reader: Any, plugin: str) -> Reader:
+    """A plugin's Reader, validated, whose failures and bad results are one located error."""
+    hook = "rules_compact_readers"
+    if not isinstance(reader, Reader):
+        raise PluginError(f"{hook}() must return Reader objects, got {reader!r}")
+    name = reader.name
+    if not isinstance(name, str) or not name:
+        raise PluginError(f"{hook}(): a Reader needs a non-empty name, got {name!r}")
+    if reader.kind not in READER_KINDS:
+        raise PluginError(f"{hook}(): reader {name!r}: kind must be one of {', '.join(READER_KINDS)}, "
+                          f"got {reader.kind!r}")
+    if not callable(reader.detect) or not callable(reader.read):
+        raise PluginError(f"{hook}(): reader {name!r}: detect and read must be callable")
+    where = f"reader {name} (plugin {plugin})"
+
+    def detect(data: Any) -> bool:
+        try:
+            return bool(reader.detect(data))
+        except Exception as exc:
+            raise LogError(f"{where}: detect failed: {type(exc).__name__}: {exc}") from None
+
+    def read(data: Any) -> list[Draft]:
+        try:
+            drafts = reader.read(data)
+        except LogError:
+            raise
+        except Exception as exc:
+            raise LogError(f"{where}: read failed: {type(exc).__name__}: {exc}") from None
+        if not isinstance(drafts, list) or not all(isinstance(d, Draft) for d in drafts):
+            raise LogError(f"{where}: read must return a list of Draft, got {type(drafts).__name__}")
+        for d in drafts:
+            if not isinstance(d.messages, list) or d.format not in FORMATS:
+                raise LogError(f"{where}: a Draft needs a list of messages and a format of "
+                               f"{', '.join(FORMATS)}, got {d.format!r}")
+        return drafts
+
+    return Reader(name, reader.kind, detect, read)
+
+
 @dataclass
 class _Contribution:
     matchers: dict[str, MatcherKind] = field(default_factory=dict)
     actions: dict[str, ActionKind] = field(default_factory=dict)
     estimators: dict[str, Estimator] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
+    readers: dict[str, Reader] = field(default_factory=dict)
 
 
 def _results(pm: pluggy.PluginManager, plugin: str, hook: str) -> list:
@@ -264,6 +308,13 @@ def _contribution(pm: pluggy.PluginManager, plugin: str, owners: dict[tuple[str,
             if owner is not None:
                 raise PluginError(f"estimator {name!r} is already defined by plugin {owner}")
             out.estimators[name] = as_estimator(name, estimate)  # a plain function becomes an Estimator
+    for result in _results(pm, plugin, "rules_compact_readers"):
+        for raw in _listed(result, "rules_compact_readers") if result is not None else ():
+            reader = _checked_reader(raw, plugin)
+            owner = owners.get(("reader", reader.name)) or (plugin if reader.name in out.readers else None)
+            if owner is not None:
+                raise PluginError(f"reader {reader.name!r} is already defined by plugin {owner}")
+            out.readers[reader.name] = reader
     for result in _results(pm, plugin, "rules_compact_tools"):
         for raw in _listed(result, "rules_compact_tools") if result is not None else ():
             spec = tool_spec(raw, plugin)
@@ -283,6 +334,7 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
     actions: dict[str, ActionKind] = {}
     estimators: dict[str, Estimator] = {}
     tools: dict[str, ToolSpec] = {}
+    readers: dict[str, Reader] = {}
     owners: dict[tuple[str, str], str] = {}
     conflicts = []
     for name, version in loaded:
@@ -296,7 +348,8 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
             continue
         plugins.append((name, version))
         for label, kinds, target in (("matcher", part.matchers, matchers), ("action", part.actions, actions),
-                                     ("estimator", part.estimators, estimators)):
+                                     ("estimator", part.estimators, estimators),
+                                     ("reader", part.readers, readers)):
             target.update(kinds)
             owners.update(((label, k), name) for k in kinds)
         for spec in part.tools.values():
@@ -306,7 +359,8 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
             elif not _same(other, spec):
                 conflicts.append((other, spec))
     return Registry(matchers=matchers, actions=actions, estimators=estimators, tools=tuple(tools.values()),
-                    conflicts=tuple(conflicts), failures=tuple(failures), plugins=tuple(plugins), owners=owners)
+                    conflicts=tuple(conflicts), failures=tuple(failures), plugins=tuple(plugins),
+                    readers=tuple(readers.values()), owners=owners)
 
 
 @lru_cache(maxsize=None)

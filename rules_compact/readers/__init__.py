@@ -37,8 +37,9 @@ Messages or OpenAI Responses API item list.  Understood inputs (``source_format`
     :func:`openhands_messages`; OpenDevin-era output, whose ``history`` is a list of
     ``[action, observation]`` pairs: see :func:`opendevin_messages`.
 
-Each source format is one section of this module, registered in :data:`READERS`, which
-says in which order the formats are tried.  Files holding several conversations name
+Each source format is one module of this package, registered in :data:`READERS`
+(readers/table.py), which says in which order the formats are tried; readers that plugins
+add (the ``rules_compact_readers`` hook) are tried first.  Files holding several conversations name
 them ``NAME#1``, ``NAME#2``, ... (the N-th conversation of the file, counting from 1).
 Content that is none of these raises :class:`~rules_compact.errors.InputError` with one
 line starting with ``NAME:``; so does a known log with missing keys or values of the

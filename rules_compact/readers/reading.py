@@ -9,13 +9,14 @@ from .. import jsontext
 from ..errors import InputError
 from ..formats.responses import is_responses_input
 from .table import READERS
-from .base import Conversation, Draft, LogError, describe, is_message
+from .base import Conversation, Draft, LogError, Reader, describe, is_message
 from .messages import is_item
 
 
-def read_conversations(raw: bytes, name: str) -> list[Conversation]:
-    """Parse ``raw`` (JSON or JSONL bytes) into conversations; ``name`` labels errors and results."""
-    text = _decode(raw, name)
+def read_conversations(raw: bytes | str, name: str) -> list[Conversation]:
+    """Parse ``raw`` (JSON or JSONL bytes, or their text from :func:`decode`) into
+    conversations; ``name`` labels errors and results."""
+    text = raw if isinstance(raw, str) else decode(raw, name)
     try:
         data = jsontext.loads(text)
     except json.JSONDecodeError as exc:
@@ -33,7 +34,8 @@ def parse_conversations(data: Any, name: str) -> list[Conversation]:
     return _finish(name, _guard(name, lambda: _from_value(data)))
 
 
-def _decode(raw: bytes, name: str) -> str:
+def decode(raw: bytes, name: str) -> str:
+    """UTF-8 text, without a byte-order mark; InputError at the first bad byte."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -78,11 +80,18 @@ def _finish(name: str, drafts: list[Draft]) -> list[Conversation]:
             for i, d in enumerate(drafts, 1)]
 
 
+def _readers() -> tuple[Reader, ...]:
+    """The plugins' readers, then the built-in ones (READERS)."""
+    from ..plugins.manager import registry  # the registry imports this package
+
+    return registry().readers + READERS
+
+
 def _from_records(records: list[tuple[int, Any]]) -> list[Draft]:
     """A JSONL file: read whole by the first ``lines`` reader that knows it, else one document per line."""
     if not records:
         raise LogError("no JSON value in the file")
-    for reader in READERS:
+    for reader in _readers():
         if reader.kind == "lines" and reader.detect(records):
             return reader.read(records)
     drafts: list[Draft] = []
@@ -99,7 +108,7 @@ def _from_value(data: Any) -> list[Draft]:
     kind = "object" if isinstance(data, dict) else "list" if isinstance(data, list) else None
     if kind is None:
         raise LogError(f"expected a list of messages or an object with a 'messages' list, got {describe(data)}")
-    for reader in READERS:
+    for reader in _readers():
         if reader.kind == kind and reader.detect(data):
             return reader.read(data)
     if kind == "object":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...language.templates import VARIABLE_LENGTH, Variables
-from ..base import Action, ActionKind, with_defaults
+from ..base import Action, ActionKind, with_defaults, RESULT
 
 def compile_placeholder(options, ctx, path) -> Action:
     text_path = path if isinstance(options, str) else f"{path}.text"
@@ -116,4 +116,4 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
 
 KIND = ActionKind('placeholder', compile_placeholder,
                   "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments, at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A template with {args} or {names} that would not come out smaller than the result leaves it as it is.",
-                  SCHEMA, item_only=True)
+                  SCHEMA, item_only=True, items=(RESULT,))

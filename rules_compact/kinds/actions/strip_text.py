@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import Action, ActionKind, with_defaults
+from ..base import Action, ActionKind, with_defaults, TURN
 from ..estimators import utf16_len
 
 #: What strip-text writes when the text it removes is all a message holds and the rule gives no
@@ -44,10 +44,12 @@ def compile_strip_text(options, ctx, path) -> Action:
             return fmt.strip_text(msg, keep, marker, text_first and not latest, keep_thinking or latest, drop_other)
 
         new = strip(marker)
-        if marker is None and ((fmt.is_empty(new) and any(fmt.text_blocks(msg)))
-                               or fmt.breakpoints(new) < min(1, fmt.breakpoints(msg))):
+        empty = fmt.is_empty(new)
+        if marker is None and ((empty and any(fmt.text_blocks(msg)))
+                               or (fmt.breakpoints(msg) and not fmt.breakpoints(new))):
             new = strip(DEFAULT_MARKER)  # it removed all the text, or all that could carry a breakpoint
-        if fmt.is_empty(new):
+            empty = fmt.is_empty(new)
+        if empty:
             return "left as it is: stripping would leave an empty message"
         ed.replace(at, new)
         return "latest assistant turn: thinking kept" if latest else None
@@ -92,4 +94,4 @@ SCHEMA = {'type': ['null', 'object'],
 
 KIND = ActionKind('strip-text', compile_strip_text,
                   'On an assistant turn with tool calls, remove text and thinking/reasoning; tool calls stay.',
-                  SCHEMA, item_only=True)
+                  SCHEMA, item_only=True, items=(TURN,))

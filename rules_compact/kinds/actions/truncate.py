@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...language.templates import Variables
-from ..base import Action, ActionKind, with_defaults
+from ..base import Action, ActionKind, with_defaults, RESULT
 
 def compile_truncate(options, ctx, path) -> Action:
     options = with_defaults(options, SCHEMA)
@@ -57,4 +57,4 @@ SCHEMA = {'type': 'object',
 
 KIND = ActionKind('truncate', compile_truncate,
                   'Keep the first head and last tail characters of a tool result, with a marker between them.',
-                  SCHEMA, item_only=True)
+                  SCHEMA, item_only=True, items=(RESULT,))

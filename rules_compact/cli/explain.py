@@ -1,0 +1,126 @@
+"""``explain``: which rule decided each item, and what its actions did."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..documents import dump_json_line
+from ..engine import compact
+from ..engine.report import Decision, PassReport
+from ..errors import InputError
+from .apply import summary
+from .inputs import add_rules_options, read, rulesets
+from .output import OK, table
+
+__all__ = ["register", "explain_pass"]
+
+LEGEND = "(action): the rule matched, but its action changed nothing (the note says why when it can)"
+
+
+def register(add) -> None:
+    p = add("explain", help="show which rule decided each item")
+    p.add_argument("input", metavar="INPUT")
+    add_rules_options(p)
+    p.add_argument("--changed", action="store_true", help="only the items whose content changes")
+    p.add_argument("--rule", metavar="NAME", help="only the items this rule decided")
+    p.add_argument("--role", choices=["tool", "assistant"], help="only tool results, or only assistant turns")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object per item (JSON Lines): the report's fields, with conversation and ruleset")
+    p.set_defaults(func=cmd_explain)
+
+
+def _shown(args):
+    """Whether a decision passes the command's filters."""
+    def shown(d: Decision) -> bool:
+        return ((not args.changed or d.changed) and (args.rule is None or d.rule == args.rule)
+                and (args.role is None or d.role == args.role))
+    return shown
+
+
+def _rule_label(d: Decision, p: PassReport) -> str:
+    """The deciding rule, with the file it came from when ``extends`` brought it in."""
+    if d.rule is None:
+        return "-"
+    return d.rule if d.source == p.source else f"{d.rule} ({os.path.basename(d.source)})"
+
+
+def _action(d: Decision) -> str:
+    return d.action if d.changed or d.action in ("keep", "none") else f"({d.action})"
+
+
+def _note(d: Decision) -> str:
+    """The decision's note, and for a turn the actions changed, which part they stripped."""
+    parts = [d.note] if d.note else []
+    if d.changed and d.role == "assistant":
+        text, text_after = d.chars - d.reasoning, d.chars_after - d.reasoning_after
+        stripped = [f"{what} {a:,} -> {b:,}" for what, a, b in
+                    (("reasoning", d.reasoning, d.reasoning_after), ("text", text, text_after)) if a != b]
+        if stripped:
+            parts.append("stripped: " + ", ".join(stripped) + " chars")
+    return "; ".join(parts)
+
+
+def explain_pass(p: PassReport, shown=lambda d: True) -> tuple[list[str], bool]:
+    """The lines for one pass, and whether a row shows an action that changed nothing."""
+    lines = [f"pass: {p.ruleset} ({p.source}): {p.reason}"]
+    if not p.ran:
+        return lines, False
+    decisions = [d for d in p.decisions if shown(d)]
+    units = list(p.decisions[0].ages) if p.decisions and p.decisions[0].ages else []
+    ages = [f"age {u}" for u in units] or ["age"]
+    header = ("#", "msg", "role", "tool", "chars", *ages, "rule", "action", "saved", "note")
+    rows = [header] + [
+        (str(d.item), str(d.message), d.role + ("!" if d.error else ""), d.tool or "-", f"{d.chars:,}",
+         *([f"{d.ages[u]:,}" for u in units] or [f"{d.age:,}"]), _rule_label(d, p), _action(d), f"{d.saved:,}",
+         _note(d))
+        for d in decisions]
+    first_age = header.index(ages[0])
+    right = {0, 1, 4, *range(first_age, first_age + len(ages)), len(header) - 2}
+    lines.append(table(rows, right) if decisions else "no item matches")
+    if len(decisions) < len(p.decisions):
+        lines.append(f"showing {len(decisions)} of {len(p.decisions)} items")
+    lines.append(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
+                 f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
+                 + (f"; minimum gate {p.gate}" if p.gate else ""))
+    for rule, saved in sorted(p.saved_by_rule().items(), key=lambda kv: -kv[1]):
+        if saved:
+            lines.append(f"  saved by {rule}: {saved:,}")
+    if p.orphans:
+        lines.append("orphan results (no matching call): " + ", ".join(f"#{i}" for i in p.orphans))
+    if p.dangling:
+        lines.append("dangling calls (no result): " + ", ".join(p.dangling))
+    return lines, any(_action(d).startswith("(") for d in decisions)
+
+
+def cmd_explain(args) -> int:
+    sets = rulesets(args)
+    if args.rule is not None:
+        names = list(dict.fromkeys(rule.name for ruleset in sets for rule in ruleset.rules))
+        if args.rule not in names:
+            raise InputError(f"--rule {args.rule!r}: no rule of that name; the rules: {', '.join(names)}")
+    shown = _shown(args)
+    out: list[str] = []
+    legend = False
+    for conv, fmt in read(args.input, args.format):
+        result = compact(conv.messages, sets, format=fmt)
+        if args.json:
+            for p in result.report.passes:
+                if p.ran:
+                    sys.stdout.writelines(dump_json_line({"conversation": conv.name, "ruleset": p.ruleset,
+                                                          **d.to_dict()}) for d in p.decisions if shown(d))
+            continue
+        origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
+        out += ([""] if out else []) + [
+            f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}"]
+        out += [f"note: {n}" for n in conv.notes]
+        for p in result.report.passes:
+            lines, unchanged = explain_pass(p, shown)
+            out += [""] + lines
+            legend = legend or unchanged
+        out += ["", f"total: {summary(result.report)}"]
+        if result.over_budget:
+            out.append("over budget: yes")
+    if not args.json:
+        print("\n".join(out + (["", LEGEND] if legend else [])))
+    return OK

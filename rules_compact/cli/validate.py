@@ -1,0 +1,56 @@
+"""``validate``: check rule files against the schema, then lint them (rules that cannot work as written)."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..language.lints import lint_rules
+from ..language.loader import check_rules
+from ..plugins.manager import registry
+from .inputs import plugin_failures
+from .output import INVALID_RULES, OK
+
+__all__ = ["register"]
+
+
+def register(add) -> None:
+    p = add("validate", help="check rule files against the schema, and warn about rules that cannot work as written")
+    p.add_argument("rules", nargs="+", metavar="RULES")
+    p.add_argument("--fail-on-warning", action="store_true", help=f"exit {INVALID_RULES} on warnings too")
+    p.add_argument("--known-tools", metavar="FILE",
+                   help="the tools that exist, one name (or glob) per line: warn about a tool the rules name "
+                        "that is none of them (with --strict: the tools plugins declare)")
+    p.set_defaults(func=cmd_validate)
+
+
+def known_tools(args) -> list[str] | None:
+    """The tool names the ``unknown-tool`` lint checks against, or None when it does not run."""
+    if args.known_tools:
+        try:
+            with open(args.known_tools, encoding="utf-8") as fh:
+                return [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{args.known_tools}: cannot read the known tools: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+    if args.strict:
+        return [spec.pattern for spec in registry().tools]
+    return None
+
+
+def cmd_validate(args) -> int:
+    plugin_failures(args)
+    known = known_tools(args)
+    failed = warned = False
+    for path in args.rules:
+        problems = check_rules(path)
+        for problem in problems:
+            print(problem)
+        if problems:
+            failed = True
+            continue
+        lints = lint_rules(path, known)
+        for lint in lints:
+            print(lint)
+        warned = warned or bool(lints)
+        print(f"{path}: ok" if not lints else f"{path}: valid, {len(lints)} warning{'s' * (len(lints) > 1)}")
+    return INVALID_RULES if failed or (warned and args.fail_on_warning) else OK
+

@@ -1,0 +1,276 @@
+"""Lints: rules that are valid but cannot work as written (``rules-compact validate``).
+
+Each lint is one generator ``lint(file) -> Lint...`` in ``LINTS`` with its name; a lint reads
+the rule file's own YAML (located with its marks) and the compiled RuleSet (for what a matcher
+can match).  A Lint prints in yamllint's form ``FILE:LINE:COL: [warning] message (lint-name)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from fnmatch import fnmatchcase
+from typing import Any, Callable, Iterator, Sequence
+
+from ..kinds.base import ITEM_KINDS, RESULT, TURN, bounds
+from .loader import parse_rules, read_source
+from .model import GLOB_CHARS, Rule, RuleSet
+from .yamlsource import Marks, join_path, load_yaml, locate
+
+__all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers"]
+
+BOUND_KEYS = ("gt", "gte", "lt", "lte")
+KIND_NAMES = {RESULT: "tool results", TURN: "assistant turns"}
+
+
+@dataclass(frozen=True, order=True)
+class Lint:
+    """One located warning."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: [warning] {self.message} ({self.name})"
+
+
+@dataclass(frozen=True)
+class LintedFile:
+    """What a lint reads: the file's own YAML, its marks, the compiled rule set, and the tool
+    names known to exist (None: not checked)."""
+
+    file: str
+    data: dict
+    marks: Marks
+    ruleset: RuleSet
+    known_tools: frozenset[str] | None
+
+    def at(self, path: str, message: str, name: str) -> Lint:
+        line, col = locate(self.marks, path)
+        return Lint(self.file, line, col, message, name)
+
+    @cached_property
+    def reach(self) -> dict[Rule, tuple[tuple[str, ...], tuple[tuple[Rule, str], ...]]]:
+        return reachable(self.ruleset)
+
+    def own_rules(self) -> Iterator[tuple[str, dict, Rule]]:
+        """``(path, raw rule, compiled rule)`` for each rule this file itself defines."""
+        compiled = {r.name: r for r in self.ruleset.rules if r.source == self.ruleset.source}
+        for i, raw in enumerate(self.data.get("rules") or []):
+            rule = compiled.get(raw.get("name"))
+            if rule is not None:
+                yield f"rules[{i}]", raw, rule
+
+
+def _actions(raw: dict, path: str) -> list[tuple[str, Any]]:
+    """``(path, spec)`` of each action of a raw rule."""
+    action = raw.get("action")
+    if isinstance(action, list):
+        return [(f"{path}.action[{j}]", a) for j, a in enumerate(action)]
+    return [(f"{path}.action", action)]
+
+
+def _action_name(spec: Any) -> str:
+    return spec if isinstance(spec, str) else next(iter(spec), "?") if isinstance(spec, dict) else "?"
+
+
+def keep_with_other_actions(f: LintedFile) -> Iterator[Lint]:
+    """``action: [keep, placeholder]``: keep stops the chain alone; next to others it keeps nothing."""
+    for path, raw, _ in f.own_rules():
+        actions = _actions(raw, path)
+        names = [_action_name(a) for _, a in actions]
+        if "keep" in names and len(names) > 1:
+            others = ", ".join(n for n in names if n != "keep")
+            at = actions[names.index("keep")][0]
+            yield f.at(at, f"rule {raw['name']!r}: keep next to {others} keeps nothing: {others} still "
+                           f"{'applies' if len(names) == 2 else 'apply'}; use keep alone to leave the items "
+                           "as they are", "keep-with-other-actions")
+
+
+def _what(kinds: Sequence[str]) -> str:
+    return " and ".join(KIND_NAMES[k] for k in kinds) or "nothing"
+
+
+def action_never_applies(f: LintedFile) -> Iterator[Lint]:
+    """An action that changes only items of a kind the rule cannot match (strip-text on role: tool)."""
+    for path, raw, rule in f.own_rules():
+        reached, blockers = f.reach.get(rule, ((), ()))
+        if not reached:
+            continue  # unreachable-rule says it
+        for (at, _), action in zip(_actions(raw, path), rule.actions):
+            changes = action.kind.items if action.kind is not None else ITEM_KINDS
+            if not set(changes) & set(reached):
+                why = f": {_taken(f, blockers)}" if blockers else ""
+                yield f.at(at, f"rule {raw['name']!r}: {action.name} changes only {_what(changes)}, but the rule "
+                               f"reaches only {_what(reached)}{why}", "action-never-applies")
+
+
+def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
+    """``(path, kind, options)`` of every matcher inside ``spec`` whose options hold bounds."""
+    if isinstance(spec, list):
+        for i, sub in enumerate(spec):
+            yield from bounded_matchers(sub, join_path(path, i))
+    elif isinstance(spec, dict):
+        for key, value in spec.items():
+            sub = join_path(path, key)
+            if isinstance(value, dict) and any(k in value for k in BOUND_KEYS):
+                yield sub, key, value
+            if isinstance(value, (dict, list)):
+                yield from bounded_matchers(value, sub)
+
+
+def empty_range(f: LintedFile) -> Iterator[Lint]:
+    """``size: {gt: 1000, lt: 100}``: bounds that no number meets."""
+    for path, raw, _ in f.own_rules():
+        for at, kind, options in bounded_matchers(raw.get("match"), f"{path}.match"):
+            low, high = bounds(options)
+            if low > high:
+                given = ", ".join(f"{k}: {options[k]}" for k in BOUND_KEYS if k in options)
+                yield f.at(at, f"rule {raw['name']!r}: {kind} {{{given}}} matches nothing: no whole number "
+                               "meets every bound", "empty-range")
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    """Whether a ``[`` opens a set that no ``]`` closes (fnmatch then reads it as a plain ``[``)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            close = pattern.find("]", j)
+            if close < 0:
+                return True
+            i = close
+        i += 1
+    return False
+
+
+def _tool_names(f: LintedFile) -> Iterator[tuple[str, str, str]]:
+    """``(path, name or glob, where)`` of every tool the file names: ``tools:`` keys and ``tool:`` matchers."""
+    for name in f.data.get("tools") or {}:
+        yield join_path("tools", name), str(name), "tools:"
+
+    def walk(spec: Any, path: str) -> Iterator[tuple[str, str, str]]:
+        if isinstance(spec, list):
+            for i, sub in enumerate(spec):
+                yield from walk(sub, join_path(path, i))
+        elif isinstance(spec, dict):
+            for key, value in spec.items():
+                sub = join_path(path, key)
+                if key == "tool" and isinstance(value, (str, list)):
+                    for i, pattern in enumerate([value] if isinstance(value, str) else value):
+                        if isinstance(pattern, str):
+                            yield (sub if isinstance(value, str) else join_path(sub, i)), pattern, "tool:"
+                elif isinstance(value, (dict, list)):
+                    yield from walk(value, sub)
+
+    for path, raw, _ in f.own_rules():
+        yield from walk(raw.get("match"), f"{path}.match")
+    if "error_when" in f.data:
+        yield from walk(f.data["error_when"], "error_when")
+
+
+def glob_unclosed_bracket(f: LintedFile) -> Iterator[Lint]:
+    """``"Read["``, ``"mcp__[*"``: a ``[`` that no ``]`` closes is a plain character, not a set."""
+    for path, pattern, where in _tool_names(f):
+        if _unclosed_bracket(pattern):
+            literal = pattern.replace("[", "[[]")
+            yield f.at(path, f"{where} {pattern!r}: no ']' closes its '[', so it matches a literal '[' "
+                             f"({literal!r} says so); close the set (e.g. 'Read[12]'), or drop the '['",
+                       "glob-unclosed-bracket")
+
+
+def unreachable_rule(f: LintedFile) -> Iterator[Lint]:
+    """A rule no item reaches: it matches no kind of item, or earlier rules take every item it
+    could match (a catch-all; error results only go to rules that match ``is_error: true``)."""
+    reach = f.reach
+    for path, raw, rule in f.own_rules():
+        kinds, blockers = reach.get(rule, ((), ()))
+        if kinds:
+            continue
+        if not blockers:
+            yield f.at(path, f"rule {raw['name']!r} matches no item: no tool result or assistant turn meets "
+                             "all of its conditions", "unreachable-rule")
+        else:
+            yield f.at(path, f"rule {raw['name']!r} is unreachable: {_taken(f, blockers)}; move it before "
+                             f"{blockers[0][0].name!r} or narrow that rule", "unreachable-rule")
+
+
+def _taken(f: LintedFile, blockers: Sequence[tuple[Rule, str]]) -> str:
+    """``'everything' (line 15) takes every tool result first``."""
+    def where(rule: Rule) -> str:
+        return (f"line {rule.line}" if rule.source == f.ruleset.source
+                else f"{os.path.basename(rule.source)}:{rule.line}")
+
+    return " and ".join(f"{b.name!r} ({where(b)}) takes every {KIND_NAMES[k][:-1]} first" for b, k in blockers)
+
+
+def reachable(ruleset: RuleSet) -> dict[Rule, tuple[tuple[str, ...], tuple[tuple[Rule, str], ...]]]:
+    """Per rule: the item kinds some item of which it can decide, and ``(rule, kind)`` for the
+    earlier catch-alls (a matcher that holds for every item of a kind) that take the others."""
+    catch_all: dict[tuple[str, bool], Rule] = {}  # (item kind, error results?) -> the first rule taking all
+    out: dict[Rule, tuple[list[str], list[tuple[Rule, str]]]] = {}
+    for kind in ITEM_KINDS:
+        for rule, matcher in ruleset.chains[kind]:
+            kinds, blockers = out.setdefault(rule, ([], []))
+            takes = [False, True] if kind == RESULT and rule.matches_errors else [False]
+            open_for = [e for e in takes if (kind, e) not in catch_all]
+            if open_for:
+                kinds.append(kind)
+            elif (catch_all[(kind, takes[0])], kind) not in blockers:
+                blockers.append((catch_all[(kind, takes[0])], kind))
+            if matcher is True:
+                for e in open_for:
+                    catch_all[(kind, e)] = rule
+    return {rule: (tuple(k), tuple(b)) for rule, (k, b) in out.items()}
+
+
+def unknown_tool(f: LintedFile) -> Iterator[Lint]:
+    """A tool name (or glob) that no known tool has: only with ``--strict`` or ``--known-tools``.
+    A known glob (a plugin's ``mcp__*``) makes every name it matches known."""
+    if f.known_tools is None:
+        return
+    names = sorted(t for t in f.known_tools if not any(c in GLOB_CHARS for c in t))
+    globs = [t for t in f.known_tools if any(c in GLOB_CHARS for c in t)]
+    for path, pattern, where in _tool_names(f):
+        if pattern in f.known_tools:
+            continue
+        if any(c in GLOB_CHARS for c in pattern):
+            if not any(fnmatchcase(name, pattern) for name in names):
+                yield f.at(path, f"{where} {pattern!r} matches no known tool", "unknown-tool")
+        elif not any(fnmatchcase(pattern, glob) for glob in globs):
+            yield f.at(path, f"{where} {pattern!r} is no known tool{_near(pattern, names)}", "unknown-tool")
+
+
+def _near(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+LINTS: dict[str, Callable[[LintedFile], Iterator[Lint]]] = {
+    "keep-with-other-actions": keep_with_other_actions,
+    "action-never-applies": action_never_applies,
+    "empty-range": empty_range,
+    "glob-unclosed-bracket": glob_unclosed_bracket,
+    "unreachable-rule": unreachable_rule,
+    "unknown-tool": unknown_tool,
+}
+
+
+def lint_rules(source: str | os.PathLike, known_tools: Sequence[str] | None = None) -> list[Lint]:
+    """The lints of a valid rule file (a path, ``default``, ``preset:NAME`` or text), sorted;
+    ConfigError when it is invalid.  ``known_tools``: the tool names that exist (the
+    ``unknown-tool`` lint runs only with them)."""
+    text, file = read_source(source)
+    ruleset = parse_rules(text, file)
+    data, marks, _, _ = load_yaml(text, file)
+    linted = LintedFile(file, data, marks, ruleset, None if known_tools is None else frozenset(known_tools))
+    return sorted(lint for check in LINTS.values() for lint in check(linted))

@@ -1,0 +1,169 @@
+"""The per-conversation result rows of ``stats``, ``replay`` and ``diff``.
+
+One row type per command, each a frozen record whose ``to_dict()`` is the command's ``--json``
+line (docs/json.md documents every field); the text and Markdown tables are printed from the
+same rows, and the totals are sums of them (``*_total``).  Fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from .analysis import DecisionChange, conversation_stats, decision_changes
+from .engine import compact
+from .formats import FORMATS
+from .language.model import RuleSet
+from .recall import References
+from .replay import Price, Replay, replay, round_starts
+
+__all__ = ["StatsRow", "stats_row", "stats_total", "ReplayRow", "replays", "replay_rows", "replay_total", "DiffRow",
+           "diff_row", "diff_total"]
+
+
+def _share(saved: int, before: int) -> float:
+    return saved / before if before else 0.0
+
+
+@dataclass(frozen=True)
+class StatsRow:
+    """What the rule files do to one conversation (``saved_by_rule``: estimated tokens per rule)."""
+
+    conversation: str
+    format: str
+    messages: int
+    tool_results: int
+    tokens_before: int
+    tokens_after: int
+    saved_by_rule: dict[str, int]
+    over_budget: bool
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "saved": self.saved, "saved_share": _share(self.saved, self.tokens_before)}
+
+
+def stats_row(name: str, messages: list, rulesets: Sequence[RuleSet], fmt: str | None) -> StatsRow:
+    stats = conversation_stats(name, messages, rulesets, fmt)
+    report = stats.report
+    return StatsRow(name, report.format, stats.messages, stats.tool_results, report.tokens_before,
+                    report.tokens_after, {r: s for r, s in stats.saved_by_rule.items() if s}, report.over_budget)
+
+
+def stats_total(rows: Sequence[StatsRow]) -> StatsRow:
+    """The sum of ``rows``, named ``total (N)``; ``format`` is the formats seen, joined by commas."""
+    by_rule: dict[str, int] = {}
+    for row in rows:
+        for rule, saved in row.saved_by_rule.items():
+            by_rule[rule] = by_rule.get(rule, 0) + saved
+    return StatsRow(f"total ({len(rows)})", ",".join(dict.fromkeys(r.format for r in rows)),
+                    sum(r.messages for r in rows), sum(r.tool_results for r in rows),
+                    sum(r.tokens_before for r in rows), sum(r.tokens_after for r in rows), by_rule,
+                    any(r.over_budget for r in rows))
+
+
+@dataclass(frozen=True)
+class ReplayRow:
+    """One rule set replayed over one conversation (``rule_set`` ``none``: without compaction).
+
+    ``references``: the references the recorded responses make to earlier content;
+    ``kept_references``: how many of them the compacted prompts still show.  ``cold_rounds``:
+    the rounds that found the cache expired (None when the cache never expires)."""
+
+    conversation: str
+    rule_set: str
+    rounds: int
+    prompt_tokens: int
+    cached_tokens: int
+    cost: float
+    references: int
+    kept_references: int
+    cold_rounds: int | None = None
+
+    @property
+    def recall(self) -> float:
+        return self.kept_references / self.references if self.references else 1.0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "recall": self.recall}
+
+    @classmethod
+    def of(cls, name: str, r: Replay, cold: Sequence[bool] | None) -> ReplayRow:
+        return cls(name, r.label, r.rounds, r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept),
+                   None if cold is None else sum(cold))
+
+
+def replays(messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
+            price: Price, cold: Sequence[bool] | None = None) -> list[Replay]:
+    """One replay per ``(label, rule files)`` (None: no compaction), sharing the references;
+    ``cold``: the rounds whose cache had expired."""
+    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
+    out = [replay(messages, rules, fmt, price, label, references=references) for label, rules in sets]
+    return out if cold is None else [r.expire(cold) for r in out]
+
+
+def replay_rows(name: str, messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
+                price: Price, cold: Sequence[bool] | None = None) -> list[ReplayRow]:
+    """A row per rule set; ``cold``: per round, whether the cache had expired (``cold_rounds``)."""
+    return [ReplayRow.of(name, r, cold) for r in replays(messages, fmt, sets, price, cold)]
+
+
+def replay_total(rows: Sequence[ReplayRow]) -> list[ReplayRow]:
+    """Per rule set (in first-seen order), the sum of its rows, named ``total (N)``."""
+    labels = list(dict.fromkeys(r.rule_set for r in rows))
+    out = []
+    for label in labels:
+        mine = [r for r in rows if r.rule_set == label]
+        colds = [r.cold_rounds for r in mine if r.cold_rounds is not None]
+        out.append(ReplayRow(f"total ({len(mine)})", label, sum(r.rounds for r in mine),
+                             sum(r.prompt_tokens for r in mine), sum(r.cached_tokens for r in mine),
+                             sum(r.cost for r in mine), sum(r.references for r in mine),
+                             sum(r.kept_references for r in mine), sum(colds) if colds else None))
+    return out
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """Two rule files over one conversation: the items whose decision changes, and the totals
+    of each (tokens after compaction, replay cost, references kept of ``references``)."""
+
+    conversation: str
+    changes: tuple[DecisionChange, ...]
+    tokens_after_old: int
+    tokens_after_new: int
+    cost_old: float
+    cost_new: float
+    references: int
+    kept_old: int
+    kept_new: int
+
+    @property
+    def recall_old(self) -> float:
+        return self.kept_old / self.references if self.references else 1.0
+
+    @property
+    def recall_new(self) -> float:
+        return self.kept_new / self.references if self.references else 1.0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "decisions_changed": len(self.changes), "recall_old": self.recall_old,
+                "recall_new": self.recall_new}
+
+
+def diff_row(name: str, messages: list, fmt: str, old: RuleSet, new: RuleSet, price: Price) -> DiffRow:
+    before = compact(messages, [old], format=fmt).report
+    after = compact(messages, [new], format=fmt).report
+    a, b = replays(messages, fmt, [("old", [old]), ("new", [new])], price)
+    return DiffRow(name, tuple(decision_changes(before, after)), before.tokens_after, after.tokens_after,
+                   a.cost, b.cost, sum(a.referenced), sum(a.kept), sum(b.kept))
+
+
+def diff_total(rows: Sequence[DiffRow]) -> DiffRow:
+    """The sum of ``rows``, named ``total (N)``, with every change."""
+    return DiffRow(f"total ({len(rows)})", tuple(c for r in rows for c in r.changes),
+                   sum(r.tokens_after_old for r in rows), sum(r.tokens_after_new for r in rows),
+                   sum(r.cost_old for r in rows), sum(r.cost_new for r in rows), sum(r.references for r in rows),
+                   sum(r.kept_old for r in rows), sum(r.kept_new for r in rows))
