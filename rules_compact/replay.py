@@ -20,8 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from .engine.interpreter import Input, content_rules, step_boundary
-from .engine.stepping import walk_pay_back
+from .engine.interpreter import Input, pay_back_walk, step_boundary
 from .errors import InputError
 from .formats import FORMATS, Format, detect_format
 from .incremental import Compactor
@@ -192,9 +191,7 @@ def step_schedule(messages: list, ruleset: RuleSet, fmt: str) -> tuple[int, ...]
         return tuple(starts)
     given = Input(messages, form, ruleset)  # each round's history is a prefix: measure the messages once
     if ruleset.step.pay_back is not None:  # the walk over the whole history passes every round's prompt end
-        compactor = Compactor([content_rules(ruleset)], format=fmt, verify=False)
-        walk = walk_pay_back(ruleset.step, ruleset, messages, form, given.tokens(), given.results(),
-                             lambda b: compactor(messages[:b]).messages)
+        walk = pay_back_walk(ruleset, given)
         at = dict(zip(walk.ends, walk.boundaries))
         return tuple(at[end] for end in starts)
     results, tokens = given.results(), (given.tokens() if ruleset.step.unit == "tokens" else None)

@@ -591,7 +591,11 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 4) -> dict:
         "undeclared": st.sampled_from(["compact", "keep"]),
         "tools": _tools_sections,
         "step": st.fixed_dictionaries({"unit": st.sampled_from(["tool_results", "tokens", "messages"]),
-                                       "every": st.sampled_from([1, 2, 3, 5, 100, 2000])}),
+                                       "every": st.sampled_from([1, 2, 3, 5, 100, 2000])},
+                                      optional={"growth": st.sampled_from([0, 0.02, 0.5]),
+                                                "pay_back": st.fixed_dictionaries(
+                                                    {"price_ratio": st.sampled_from([1.5, 10, 12.5])},
+                                                    optional={"factor": st.sampled_from([0.5, 1, 1.5])})}),
     }
     assert set(optional) | {"version", "name", "rules", "extends", "remove_rules"} == set(TOP_LEVEL_KEYS)
     data: dict[str, Any] = {"version": 1, "name": draw(st.sampled_from(["gen", "gen-ü", "second"]))}

@@ -80,7 +80,7 @@ def placeholder(tool: str, args: str, lines: int, names: str = "") -> str:
 
 def test_default_is_stepped_and_marks_the_boundary():
     assert DEFAULT.name == "default"
-    assert DEFAULT.step == Step("tool_results", 1, PayBack(12.5, 1.5))
+    assert DEFAULT.step == Step("tool_results", 1, PayBack(12.5, 1.5), growth=0.02)
     names = [r.name for r in DEFAULT.rules]
     assert names[:2] == ["cache-breakpoint-at-step", "cache-breakpoint-at-step-error"]
     assert names.index("keep-errors") < names.index("clear-superseded") < names.index("keep-recent")

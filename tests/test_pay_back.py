@@ -76,11 +76,14 @@ def test_the_compactor_resumes_the_walk_and_gives_what_compact_gives(history):
         assert f"decide messages 0-{schedule[k] - 1}" in out.report.passes[0].reason or not schedule[k]
 
 
-def test_idempotent_on_a_real_trace(history):
-    ruleset = rules("{price_ratio: 12.5}")
-    once = compact(history, ruleset, format="openai").messages
-    assert once != history
-    assert compact(once, ruleset, format="openai").messages == once
+@pytest.mark.parametrize("name", ["paid", "default"])
+def test_idempotent_on_a_real_trace(history, name):
+    """Not guaranteed (the walk measures the history it is given: report.idempotent is false),
+    but what these rule files do on this trace."""
+    ruleset = rules("{price_ratio: 12.5}") if name == "paid" else load_rules("default")
+    once = compact(history, ruleset, format="openai")
+    assert once.messages != history and not once.report.passes[0].idempotent
+    assert compact(once.messages, ruleset, format="openai").messages == once.messages
 
 
 def test_the_options_are_validated():
@@ -88,3 +91,61 @@ def test_the_options_are_validated():
     for bad in ("{factor: 2}", "{price_ratio: 1}", "{price_ratio: 12.5, factor: 0}", "{price_ratio: 12.5, x: 1}"):
         with pytest.raises(ConfigError):
             rules(bad)
+
+
+def test_growth_spaces_the_boundaries_by_a_share_of_the_history():
+    """growth: 0.5: the gap after a boundary is every (1) result, or half the results before it
+    if more: boundaries after the 1st, 2nd, 3rd, 4th, 6th, 9th, 13th, 19th... result."""
+    from rules_compact.engine.stepping import step_boundary
+    from rules_compact.language.model import Step
+    results = [1] * 25  # one tool result a message
+    grown, even = Step("tool_results", 1, growth=0.5), Step("tool_results", 1)
+    got = [step_boundary(grown, lambda: results, list, count) for count in range(26)]
+    assert sorted(set(got)) == [0, 1, 2, 3, 4, 6, 9, 13, 19]
+    assert all(g <= step_boundary(even, lambda: results, list, n) == n for n, g in enumerate(got))
+    assert step_boundary(Step("messages", 10, growth=0.5), list, list, 39) == 30  # 10, 20, 30, 45
+    assert step_boundary(Step("messages", 10, growth=0.5), list, list, 45) == 45
+
+
+def test_incremental_prefixes_give_what_fresh_passes_give(history):
+    """The incremental layer compacts the walk's prefixes with a Compactor; switched off, each
+    prefix gets a pass of its own: the same boundaries and the same messages."""
+    from rules_compact.engine.interpreter import fresh_prefixes, use_prefix_compaction
+    ruleset = rules("{price_ratio: 12.5}")
+    incremental = step_schedule(history, ruleset, "openai"), compact(history, ruleset, format="openai").messages
+    previous = use_prefix_compaction(fresh_prefixes)
+    try:
+        fresh = step_schedule(history, ruleset, "openai"), compact(history, ruleset, format="openai").messages
+    finally:
+        use_prefix_compaction(previous)
+    assert previous is not fresh_prefixes
+    assert fresh == incremental and len(set(fresh[0])) == 3  # moved twice
+
+
+def test_the_default_walks_a_long_history_and_its_compactor_agrees_every_round(history):
+    """The bundled default (pay-back steps): a Compactor called every round, as an agent loop
+    does, gives what compact() gives, while the boundary moves several times."""
+    ruleset = load_rules("default")
+    compactor = Compactor(ruleset, format="openai")
+    schedule = step_schedule(history, ruleset, "openai")
+    assert len(set(schedule)) > 3
+    for k, end in enumerate(round_starts(history)):
+        out = compactor(history[:end])
+        if k % 5 == 0 or schedule[k] != schedule[k - 1]:
+            assert out.messages == compact(history[:end], ruleset, format="openai").messages, f"round {k}"
+
+
+def test_an_edit_in_place_after_the_boundary_is_noticed(history):
+    """verify=True notices an edit made in place to any message the walk read, the newest too
+    (the walk's prefix compactions read them all)."""
+    ruleset = rules("{price_ratio: 12.5}")
+    messages = json.loads(json.dumps(history))
+    compactor = Compactor(ruleset, format="openai")
+    ends = round_starts(messages)
+    for end in ends[:-1]:
+        compactor(messages[:end])
+    last = ends[-2] - 1  # the newest message of the previous call: a tool result
+    assert messages[last]["role"] == "tool"
+    messages[last]["content"] = "x" * 5000
+    history_now = messages[:ends[-1]]
+    assert compactor(history_now).messages == compact(history_now, ruleset, format="openai").messages

@@ -26,8 +26,8 @@ from .facts import Facts, Origin
 from .report import Decision, PassReport
 from .stepping import Walk, step_boundary, walk_pay_back
 
-__all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "boundary_of", "content_rules", "Editor",
-           "AFTER_BOUNDARY"]
+__all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "boundary_of", "pay_back_walk", "content_rules",
+           "fresh_prefixes", "use_prefix_compaction", "Editor", "AFTER_BOUNDARY"]
 
 AFTER_BOUNDARY = "after the step boundary: left as it is"
 ERROR_WITHOUT_RULE = "error result: only rules that match is_error: true apply"
@@ -288,21 +288,44 @@ class _Tally:
 
 # -- the pass ------------------------------------------------------------------------------
 
-def boundary_of(ruleset: RuleSet, given: Input, prefix_of: Callable[[int], list] | None = None,
-                resume: Walk | None = None) -> tuple[int, Walk | None]:
-    """How many leading messages the rules decide on (all without a step), and the pay-back
-    walk that put it there (``prefix_of``: the content rules' compaction of a prefix; by default
-    a pass over it; ``resume``: an earlier walk that holds for these messages)."""
-    step, messages = ruleset.step, given.messages
+def boundary_of(ruleset: RuleSet, given: Input) -> int:
+    """How many leading messages the rules decide on (all of them without a step)."""
+    step = ruleset.step
     if step is None:
-        return len(messages), None
+        return len(given.messages)
     if step.pay_back is None:
-        return step_boundary(step, given.results, given.tokens, len(messages)), None
+        return step_boundary(step, given.results, given.tokens, len(given.messages))
+    return pay_back_walk(ruleset, given).boundary
+
+
+def pay_back_walk(ruleset: RuleSet, given: Input, prefix_of: Callable[[int], list] | None = None,
+                  resume: Walk | None = None) -> Walk:
+    """The walk that puts a ``pay_back`` step's boundary (``prefix_of``: the content rules'
+    compaction of a prefix, by default the installed prefix compaction's; ``resume``: an
+    earlier walk that holds for these messages)."""
+    fmt, messages = given.fmt, given.messages
     if prefix_of is None:
-        content = content_rules(ruleset)
-        prefix_of = lambda b: run_pass(messages[:b], content, given.fmt).messages  # noqa: E731
-    walk = walk_pay_back(step, ruleset, messages, given.fmt, given.tokens(), given.results(), prefix_of, resume)
-    return walk.boundary, walk
+        prefix_of = _prefix_compaction[0](messages, content_rules(ruleset), fmt)
+    estimate, pieces = ruleset.estimator, fmt.message_pieces
+    return walk_pay_back(ruleset.step, messages, fmt, given.tokens(), given.results(), prefix_of,
+                         lambda m: estimate.of_message(m, pieces(m)), resume)
+
+
+def fresh_prefixes(messages: list, content: RuleSet, fmt: Format) -> Callable[[int], list]:
+    """Each prefix of ``messages`` compacted by a pass of its own."""
+    return lambda b: run_pass(messages[:b], content, fmt).messages
+
+
+#: How a pay-back walk compacts its prefixes: ``[0](messages, content_rules, fmt)`` gives
+#: ``b -> the compaction of messages[:b]``.  Fresh passes here; the incremental layer installs
+#: a Compactor that reuses each prefix's settled decisions (the same messages: test_pay_back).
+_prefix_compaction: list[Callable[[list, RuleSet, Format], Callable[[int], list]]] = [fresh_prefixes]
+
+
+def use_prefix_compaction(make: Callable[[list, RuleSet, Format], Callable[[int], list]]) -> Callable:
+    """Install how pay-back walks compact their prefixes; returns the one it replaces."""
+    previous, _prefix_compaction[0] = _prefix_compaction[0], make
+    return previous
 
 
 _CONTENT: dict[int, tuple[RuleSet, RuleSet]] = {}
@@ -384,7 +407,7 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside:
     """One rule file over ``messages``: the new list and what was decided
     (``breakpoints_outside``: the cache breakpoints the request holds outside the messages)."""
     given = Input(messages, fmt, ruleset)
-    boundary, _ = boundary_of(ruleset, given)
+    boundary = boundary_of(ruleset, given)
     skip = skipped(ruleset, given, boundary)
     if skip:
         return Pass(messages, not_run(ruleset, skip, given), boundary)

@@ -14,7 +14,9 @@ A move with no extra cost is made at once, one that saves nothing never; otherwi
 saving is added to the rent, and the boundary moves once the rent reaches ``factor`` times the
 extra cost (then the rent starts again from 0).  The prompts are the content rules' compaction
 of the prefix before each boundary (the rule file without its step, run on that prefix alone)
-followed by the rest as it is, so the boundary is a pure function of the history.
+followed by the rest as it is, so the boundary is a pure function of the history.  The walk
+compacts one prefix per step boundary it meets (``growth`` keeps a long history's few), and
+the rest of a round costs a few additions.
 """
 
 from __future__ import annotations
@@ -25,38 +27,56 @@ from itertools import accumulate
 from typing import Callable, Sequence
 
 from ..formats import Format
-from ..language.model import RuleSet, Step
+from ..language.model import Step
 
 __all__ = ["step_boundary", "Walk", "walk_pay_back"]
 
 
 def step_boundary(step: Step, results_per_message: Callable[[], list[int]],
                   tokens_per_message: Callable[[], list[int]], count: int) -> int:
-    """The latest step boundary: the history up to the latest multiple of ``every`` units.
+    """The latest step boundary of the history's first ``count`` messages.
 
     A pure function of that history, so between boundaries the decided prefix, and with it the
     prompt prefix a provider caches, stays byte-identical."""
     if step.unit == "messages":
-        return count // step.every * step.every
-    if step.unit == "tool_results":
-        through = list(accumulate(results_per_message()[:count]))  # results in messages up to each index
-        reached = (through[-1] if through else 0) // step.every * step.every
-        return bisect_right(through, reached - 1) + 1 if reached else 0
-    cumulative = list(accumulate(tokens_per_message()[:count]))
-    limit = (cumulative[-1] if cumulative else 0) // step.every * step.every
-    return bisect_right(cumulative, limit)
+        return _reached(step, count)
+    per = results_per_message() if step.unit == "tool_results" else tokens_per_message()
+    return _boundary_in(step, list(accumulate(per[:count])), count)
+
+
+def _reached(step: Step, units: int) -> int:
+    """The units up to the latest step boundary of a history of ``units`` units."""
+    if not step.growth:
+        return units // step.every * step.every
+    found = _GROWN.setdefault((step.every, step.growth), [0])
+    while found[-1] <= units:  # the next gap: every units, or growth x the units so far if more
+        found.append(found[-1] + max(step.every, int(found[-1] * step.growth)))
+    return found[bisect_right(found, units) - 1]
+
+
+_GROWN: dict[tuple[int, float], list[int]] = {}  # (every, growth) -> the boundaries' units so far
+
+
+def _boundary_in(step: Step, through: Sequence[int], count: int) -> int:
+    """The latest step boundary of the first ``count`` messages, from ``through``: the units in
+    the messages up to each index (tool results or tokens)."""
+    limit = _reached(step, through[count - 1] if count else 0)
+    if step.unit == "tool_results":  # just after the message holding the limit-th result
+        return bisect_right(through, limit - 1, 0, count) + 1 if limit else 0
+    return bisect_right(through, limit, 0, count)
 
 
 @dataclass(frozen=True)
 class Walk:
     """The pay-back walk after some rounds: per round (its prompt end), the boundary and rent
-    after it; and the content rules' compaction of the prefix before the last boundary."""
+    after it; and the content rules' compaction of the prefix before the last boundary with
+    its tokens before each message (``through[i]``: of ``decided[:i]``)."""
 
     ends: tuple[int, ...]
     boundaries: tuple[int, ...]
     rents: tuple[float, ...]
-    decided: list  # the compacted messages before boundaries[-1] ([] before the first round)
-    sizes: list  # their tokens
+    decided: list | None  # None: to be compacted again
+    through: list | None
 
     @property
     def boundary(self) -> int:
@@ -64,71 +84,98 @@ class Walk:
 
     def upto(self, end: int) -> Walk | None:
         """The walk's first rounds, those ending at or before ``end`` (None when there are none);
-        ``decided`` holds only if the boundary is unchanged (else it is recomputed)."""
+        ``decided`` holds only if the boundary is unchanged (else it is compacted again)."""
         kept = bisect_right(self.ends, end)
         if kept == len(self.ends):
             return self
         if not kept:
             return None
-        boundary = self.boundaries[kept - 1]
-        same = boundary == self.boundary
+        same = self.boundaries[kept - 1] == self.boundary
         return Walk(self.ends[:kept], self.boundaries[:kept], self.rents[:kept],
-                    self.decided if same else None, self.sizes if same else None)
+                    self.decided if same else None, self.through if same else None)
 
 
-def walk_pay_back(step: Step, ruleset: RuleSet, messages: list, fmt: Format, tokens: Sequence[int],
-                  results: Sequence[int], prefix_of: Callable[[int], list], resume: Walk | None = None) -> Walk:
-    """The pay-back walk over every round of ``messages`` (``tokens`` and ``results``: per message),
-    resuming after the rounds of ``resume`` (which must hold for these messages);
-    ``prefix_of(b)``: the content rules' compaction of ``messages[:b]``."""
-    pay_back = step.pay_back
-    ratio, factor = pay_back.price_ratio, pay_back.factor
-    n = len(messages)
+@dataclass
+class _Candidate:
+    """The latest step boundary beyond the current one: its prefix's compaction and tokens,
+    and where that compaction first differs from the current prompt."""
+
+    boundary: int
+    decided: list
+    through: list
+    first: int
+
+
+def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int], results: Sequence[int],
+                  prefix_of: Callable[[int], list], size_of: Callable[[object], int],
+                  resume: Walk | None = None) -> Walk:
+    """The pay-back walk over every round of ``messages`` (``tokens`` and ``results``: per
+    message), resuming after the rounds of ``resume`` (which must hold for these messages);
+    ``prefix_of(b)``: the content rules' compaction of ``messages[:b]``; ``size_of``: the
+    tokens of a compacted message."""
+    ratio, factor = step.pay_back.price_ratio, step.pay_back.factor
     raw = [0, *accumulate(tokens)]
-    estimate, pieces_of = ruleset.estimator, fmt.message_pieces
+    through_units = None if step.unit == "messages" else \
+        list(accumulate(results if step.unit == "tool_results" else tokens))
 
-    def measure(compacted: list) -> list[int]:
-        return [tokens[i] if m is messages[i] else estimate.of_message(m, pieces_of(m)) for i, m in enumerate(compacted)]
+    def latest(count: int) -> int:
+        return _reached(step, count) if through_units is None else _boundary_in(step, through_units, count)
 
-    ends = fmt.response_starts(messages) + [n]
-    done_ends, boundaries, rents = (list(resume.ends), list(resume.boundaries), list(resume.rents)) if resume \
+    known: dict[int, tuple[object, int]] = {}  # id -> (compacted message, its tokens)
+
+    def size(i: int, m) -> int:
+        if m is messages[i]:
+            return tokens[i]
+        found = known.get(id(m))
+        if found is None or found[0] is not m:
+            found = known[id(m)] = (m, size_of(m))
+        return found[1]
+
+    def tokens_through(compacted: list) -> list:
+        return [0, *accumulate(size(i, m) for i, m in enumerate(compacted))]
+
+    ends, boundaries, rents = (list(resume.ends), list(resume.boundaries), list(resume.rents)) if resume \
         else ([], [], [])
     j = resume.boundary if resume else 0
     rent = rents[-1] if rents else 0.0
     decided = resume.decided if resume else []
     if decided is None:
-        decided = prefix_of(j) if j else []
-    sizes = (resume.sizes if resume and resume.sizes is not None else measure(decided))
-    previous = done_ends[-1] if done_ends else None
-    latest_seen: tuple[int, list, list] | None = None
-    for end in ends[bisect_right(ends, previous) if previous is not None else 0:]:
-        latest = step_boundary(step, lambda: results, lambda: tokens, end)
-        if latest > j:
-            if latest_seen is None or latest_seen[0] != latest:
-                moved = prefix_of(latest)
-                latest_seen = (latest, moved, measure(moved))
-            _, moved, moved_sizes = latest_seen
-            here = sum(sizes)
-            saving = here + raw[latest] - raw[j] - sum(moved_sizes)
+        decided = prefix_of(j)
+    through = resume.through if resume and resume.through is not None else tokens_through(decided)
+    previous = ends[-1] if ends else None
+    candidate: _Candidate | None = None
+    starts = fmt.response_starts(messages)
+    for end in [*starts[bisect_right(starts, previous) if previous is not None else 0:], len(messages)]:
+        if previous is not None and end <= previous:
+            continue
+        target = latest(end)
+        if target > j:
+            if candidate is None or candidate.boundary != target:
+                moved = prefix_of(target)
+                candidate = _Candidate(target, moved, tokens_through(moved),
+                                       _first_change(decided, moved, messages, j, target))
+            here = through[-1]
+            saving = here + raw[target] - raw[j] - candidate.through[-1]
             if saving > 0:
                 if previous is None:
                     extra = -ratio * saving
                 else:
-                    first = _first_change(decided, moved, messages, j, min(previous, latest))
+                    first = min(candidate.first, previous)
                     held = here + raw[previous] - raw[j]  # the previous prompt, all cached when staying
-                    kept = (sum(sizes[:first]) if first <= j else here + raw[first] - raw[j])
+                    kept = through[first] if first <= j else here + raw[first] - raw[j]
                     extra = (ratio - 1) * (held - kept) - ratio * saving
                 go = extra <= 0
                 if not go:
                     rent += saving
                     go = rent >= factor * extra
                 if go:
-                    j, rent, decided, sizes = latest, 0.0, moved, moved_sizes
-        done_ends.append(end)
+                    j, rent, decided, through = target, 0.0, candidate.decided, candidate.through
+                    candidate = None
+        ends.append(end)
         boundaries.append(j)
         rents.append(rent)
         previous = end
-    return Walk(tuple(done_ends), tuple(boundaries), tuple(rents), decided, sizes)
+    return Walk(tuple(ends), tuple(boundaries), tuple(rents), decided, through)
 
 
 def _first_change(decided: list, moved: list, messages: list, boundary: int, limit: int) -> int:
@@ -140,4 +187,3 @@ def _first_change(decided: list, moved: list, messages: list, boundary: int, lim
         if a is not b and a != b:
             return i
     return limit
-

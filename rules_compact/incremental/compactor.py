@@ -12,8 +12,8 @@ from typing import Any, Sequence
 from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
 from ..engine.facts import Facts
 from ..engine.stepping import Walk
-from ..engine.interpreter import (Decided, Input, Outside, Pass, boundary_of, content_rules, evaluate, not_run, ran,
-                                  run_pass, skipped)
+from ..engine.interpreter import (Decided, Input, Outside, Pass, boundary_of, content_rules, evaluate, not_run,
+                                  pay_back_walk, ran, run_pass, skipped)
 from ..formats import Format
 from ..formats.base import deep_copy
 from ..kinds.actions import BUILTIN_ACTIONS
@@ -22,7 +22,7 @@ from ..kinds.matchers import BUILTIN_MATCHERS
 from ..language.model import RuleSet
 from .settle import Settled, rule_nodes, settling_of
 
-__all__ = ["Compactor"]
+__all__ = ["Compactor", "compacted_prefixes"]
 
 
 class Compactor:
@@ -94,19 +94,24 @@ class Compactor:
         given = Input(messages, fmt, ruleset, memo.given, memo.upto) if held else Input(messages, fmt, ruleset)
         walk = None
         if ruleset.step is not None and ruleset.step.pay_back is not None:
-            boundary, walk = self._walk(index, messages, ruleset, fmt, given, memo if held else None)
+            walk = self._walk(index, given, ruleset, memo if held else None)
+            boundary = walk.boundary
         else:
-            boundary, _ = boundary_of(ruleset, given)
+            boundary = boundary_of(ruleset, given)
         skip = skipped(ruleset, given, boundary)
         if skip:
-            self._memos[index] = None
+            self._memos[index] = None if walk is None else self._remember(
+                index, messages, ruleset, fmt, given, memo if held else None, walk, 0, [], None, None, None)
             return Pass(messages, not_run(ruleset, skip, given), boundary)
-        if (held and ruleset.step is not None and boundary == memo.boundary
+        if (held and memo.decided is not None and ruleset.step is not None and boundary == memo.boundary
                 and (ruleset.budget.stop_at_tokens is None or sum(given.tokens()) == memo.total)
                 and (memo.held is None or memo.held == outside + sum(map(fmt.breakpoints, messages[boundary:])))):
             out = memo.outputs + messages[boundary:]  # between boundaries: the decided prefix as it was
+            if walk is not None:  # the walk went on: remember where
+                self._memos[index] = self._remember(index, messages, ruleset, fmt, given, memo, walk, boundary,
+                                                    memo.outputs, memo.decided, memo.settled, memo.held)
             return Pass(out, ran(ruleset, memo.decided, given, boundary, out), boundary, memo.decided)
-        settling, snapshot = self._knowledge(index, ruleset, fmt)
+        settling = self._knowledge(index, ruleset, fmt)[0]
         settled = memo.settled if held and memo.settled is not None and memo.settled.start <= boundary else None
         facts = None
         if settled is not None and settled.start:
@@ -135,25 +140,33 @@ class Compactor:
         prefix = joined.out
         out = prefix + messages[boundary:] if boundary < len(messages) else prefix
         done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined, around.held)
-        # the decisions hold for histories that extend the decided one: rely on all of it (and
-        # on the messages before the pay-back walk's last round, which the walk read)
-        keep = boundary
-        if walk is not None:
-            keep = max(keep, max((e + 1 for e in walk.ends if e < len(messages)), default=0))
-        same = memo is not None and bool(messages) and memo.first is messages[0]
-        self._memos[index] = _Memo.of(fmt, ruleset, messages, keep, given, boundary, prefix, joined, settled,
-                                      around.held, memo if held else None, snapshot if self.verify and same else None,
-                                      walk)
+        self._memos[index] = self._remember(index, messages, ruleset, fmt, given, memo if held else None, walk,
+                                            boundary, prefix, joined, settled, around.held)
         return done
 
-    def _walk(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, given: Input, memo: _Memo | None):
-        """The pay-back boundary, resuming the previous call's walk (its rounds before the
-        messages relied on) and compacting the prefixes with a Compactor of the content rules."""
+    def _remember(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, given: Input, held: _Memo | None,
+                  walk: Walk | None, boundary: int, prefix: list, decided, settled: Settled | None,
+                  counted: int | None) -> _Memo:
+        """The memo of a call: the decisions hold for histories that extend the decided one, so
+        it relies on all of that; a pay-back walk read every message (its prefixes' Compactor
+        relies on them too)."""
+        keep = boundary if walk is None else len(messages)
+        previous = self._memos[index]  # copies are kept from a conversation's second call on
+        same = previous is not None and bool(messages) and previous.first is messages[0]
+        snapshot = self._knowledge(index, ruleset, fmt)[1]
+        return _Memo.of(fmt, ruleset, messages, keep, given, boundary, prefix, decided, settled, counted, held,
+                        snapshot if self.verify and same else None, walk)
+
+    def _walk(self, index: int, given: Input, ruleset: RuleSet, memo: _Memo | None) -> Walk:
+        """The pay-back walk, resuming the previous call's (but for its last round, the end of that
+        history) and compacting the prefixes with a Compactor of the content rules."""
         prefixes = self._prefixes.get(index)
-        resume = memo.walk.upto(memo.upto - 1) if memo is not None and memo.walk is not None else None
+        walked = memo.walk if memo is not None else None
+        resume = walked.upto(walked.ends[-1] - 1) if walked is not None and walked.ends else None
         if prefixes is None or resume is None:
-            prefixes = self._prefixes[index] = Compactor([content_rules(ruleset)], fmt.name, verify=False)
-        return boundary_of(ruleset, given, lambda b: prefixes(messages[:b], fmt).messages, resume)
+            prefixes = self._prefixes[index] = Compactor([content_rules(ruleset)], given.fmt.name, verify=False)
+        messages, fmt = given.messages, given.fmt
+        return pay_back_walk(ruleset, given, lambda b: prefixes(messages[:b], fmt).messages, resume)
 
     def _knowledge(self, index: int, ruleset: RuleSet, fmt: Format):
         """What settles the pass's items, and how to copy what its rules read of a message."""
@@ -163,6 +176,13 @@ class Compactor:
             found = self._known[key] = (settling_of(ruleset, fmt),
                                         deep_copy if reads_whole_messages(ruleset) else fmt.snapshot)
         return found
+
+
+def compacted_prefixes(messages: list, content: RuleSet, fmt: Format):
+    """A pay-back walk's prefix compaction: one Compactor over the growing prefixes, so each
+    prefix's settled decisions carry over to the next (the same messages as fresh passes)."""
+    compactor = Compactor([content], fmt.name, verify=False)
+    return lambda b: compactor(messages[:b], fmt).messages
 
 
 def reads_whole_messages(ruleset: RuleSet) -> bool:

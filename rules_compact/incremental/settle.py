@@ -7,7 +7,9 @@ From the kinds a rule file uses, ``settling_of`` works out what settles an item:
 assistant turn never settle.  A later call that repeats an earlier result's call
 (``superseded``) reopens the history from that result; a later message that links to an
 earlier call or result makes the pass decide everything anew.  Budgets, actions that edit
-other messages than the item's, and kinds that do not say how they change settle nothing.
+messages outside the item's span, and kinds that do not say how they change settle nothing
+(a span is settled whole, and a result outside a span whose call is settled reopens the pass:
+``Settled.crosses``).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def settling_of(ruleset: RuleSet, fmt: Format) -> Settling | None:
     if not fmt.resumable or (budget.min_cleared_tokens is not None or budget.stop_at_tokens is not None
                              or budget.stop_after_cleared_tokens is not None):
         return None
-    if any(action.kind is None or not action.kind.item_only for rule in ruleset.rules for action in rule.actions):
+    if any(action.kind is None or not (action.kind.item_only or action.kind.span_only)
+           for rule in ruleset.rules for action in rule.actions):
         return None
     if ruleset.error_when is not None and not _static(ruleset.error_when):
         return None

@@ -51,7 +51,9 @@ class MatcherKind:
 @dataclass(frozen=True)
 class ActionKind:
     """A named action: ``compile(options, ctx, path)`` returns an Action.  ``item_only``:
-    it edits nothing but the item's own message, so its decisions can be kept across calls.
+    it edits nothing but the item's own message.  ``span_only``: it edits nothing outside the
+    item's span (its own message, or the turn holding the call a result answers), so its
+    decisions can be kept across calls (``item_only`` implies it).
     ``reads_request``: what it does depends on the whole request (``editor.breakpoints()``),
     so items are edited one by one in order, and its decisions are never kept.  ``items``:
     the item kinds it can change (``validate`` warns about a rule that matches none of them)."""
@@ -61,6 +63,7 @@ class ActionKind:
     description: str
     schema: dict | None = None
     item_only: bool = False
+    span_only: bool = False
     reads_request: bool = False
     items: tuple[str, ...] = ITEM_KINDS
 

@@ -187,7 +187,8 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
 def _step(data: dict) -> Step:
     pay_back = data.get("pay_back")
     return Step(data["unit"], data["every"],
-                PayBack(float(pay_back["price_ratio"]), float(pay_back.get("factor", 1))) if pay_back else None)
+                PayBack(float(pay_back["price_ratio"]), float(pay_back.get("factor", 1))) if pay_back else None,
+                float(data.get("growth", 0)))
 
 
 def _chains(rules: list[Rule]) -> dict[str, tuple[tuple[Rule, Matcher | bool], ...]]:

@@ -102,6 +102,7 @@ class Step:
     unit: str  # "tool_results" | "tokens" | "messages"
     every: int
     pay_back: PayBack | None = None
+    growth: float = 0.0  # the gap to the next boundary: ``every`` units, or this share of the units before it if more
 
 
 @dataclass(frozen=True)
@@ -161,5 +162,7 @@ class RuleSet:
 
     @property
     def idempotent(self) -> bool:
-        """False when a pass-relative budget ("stop after N cleared") is set."""
-        return self.budget.stop_after_cleared_tokens is None
+        """False when a pass-relative budget ("stop after N cleared") is set, or a pay-back step
+        (its walk measures the history it is given: on a compacted one, a move can pay back
+        sooner, and the boundary land further along)."""
+        return self.budget.stop_after_cleared_tokens is None and (self.step is None or self.step.pay_back is None)

@@ -33,4 +33,4 @@ SCHEMA = {'type': ['null', 'object'], 'additionalProperties': False,
 
 KIND = ActionKind('clear-inputs', compile_clear_inputs,
                   "Blank the arguments of the item's tool call(s) to {}; with longer_than, replace only their long string values.",
-                  SCHEMA, item_only=False)
+                  SCHEMA, span_only=True)

@@ -14,7 +14,8 @@ def compile_placeholder(options, ctx, path) -> Action:
     as_string = options["as_string"]
 
     chosen: dict = {}  # tool name -> (its spec, its template, the text when it reads only the name)
-    owner: list = [None]  # the rule set ``chosen`` was filled for
+    owner: list = [None]  # what of the rule set ``chosen`` was filled from
+    rendered: dict = {}  # id(text) -> (text, template, call, outcome): a text's render, kept across calls
 
     def choose(facts, name):
         spec = facts.tool_spec(name)
@@ -26,9 +27,14 @@ def compile_placeholder(options, ctx, path) -> Action:
     def placeholders(items, ed) -> dict[int, str]:
         """Each item's content replaced; the notes for the report, by item."""
         facts = ed.facts
-        if owner[0] is not facts.ruleset:
+        ruleset = facts.ruleset  # what the choice reads of it (its step-less copy shares them)
+        reads = (ruleset.tools, ruleset.placeholder, ruleset.estimator) if ruleset is not None else None
+        if owner[0] is None or reads is None or any(a is not b for a, b in zip(owner[0], reads)):
             chosen.clear()
-            owner[0] = facts.ruleset
+            rendered.clear()
+            owner[0] = reads
+        elif len(rendered) > RENDERED:
+            rendered.clear()
         scan = facts.scan
         is_turn, names, call_ids, estimate = scan.is_turn, facts.tool_names, scan.call_id, facts.estimate
         text_at, set_text_at, out, inputs, msg = ed.result_text_at, ed.set_result_text_at, ed.out, facts.messages, scan.msg
@@ -43,7 +49,9 @@ def compile_placeholder(options, ctx, path) -> Action:
             if out[msg[index]] is not inputs[msg[index]]:  # an earlier action edited its message
                 current = text_at(index)
             values = None
-            link = facts.links[index][0]
+            link, at, _ = facts.links[index]
+            if link is not None and out[at] is not inputs[at]:  # the call as an earlier action left it
+                link = next((raw for cid, _, raw in facts.fmt.calls(out[at]) if cid == call_ids[index]), link)
             if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
                 values = Variables(current, name, call_ids[index], estimate, link)
                 if template.recognises(current, values) or (summary is not None
@@ -66,11 +74,15 @@ def compile_placeholder(options, ctx, path) -> Action:
                         set_text_at(index, new, as_string)
                     continue
             if fixed is None:
-                values = values or Variables(current, name, call_ids[index], estimate, link)
-                new = template.render(values)
-                if VARIABLE_LENGTH.intersection(template.variables) and (tokens := estimate(new)) >= values["tokens"]:
-                    notes[index] = (f"left as it is: the placeholder ({tokens} tokens) is not smaller than the "
-                                    f"result ({values['tokens']})")
+                known = rendered.get(id(current))
+                if known is None or known[0] is not current or known[1] is not template or known[2] is not link \
+                        or known[3] != (name, call_ids[index]):
+                    known = rendered[id(current)] = (current, template, link, (name, call_ids[index]),
+                                                     _render(template, values or Variables(
+                                                         current, name, call_ids[index], estimate, link), estimate))
+                new, note = known[4]
+                if note is not None:
+                    notes[index] = note
                     continue
                 set_text_at(index, new, as_string)
                 continue
@@ -79,6 +91,18 @@ def compile_placeholder(options, ctx, path) -> Action:
 
     templates = tuple(t for t in (explicit, summary) if t is not None)
     return Action("placeholder", templates=templates, run_many=placeholders, kind=KIND)
+
+
+RENDERED = 4096  # texts whose render a placeholder action remembers (a Compactor's later calls meet them again)
+
+
+def _render(template, values, estimate) -> tuple[str | None, str | None]:
+    """The placeholder for a text, or why it is left as it is."""
+    new = template.render(values)
+    if VARIABLE_LENGTH.intersection(template.variables) and (tokens := estimate(new)) >= values["tokens"]:
+        return None, (f"left as it is: the placeholder ({tokens} tokens) is not smaller than the "
+                      f"result ({values['tokens']})")
+    return new, None
 
 
 def _summarize(spec, content: str, call: dict | None) -> str:
@@ -115,5 +139,5 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                                         'tool_result block.'}}}]}
 
 KIND = ActionKind('placeholder', compile_placeholder,
-                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments, at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A template with {args} or {names} that would not come out smaller than the result leaves it as it is.",
+                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments as the request carries them, after an earlier clear-inputs of the same rule; at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A template with {args} or {names} that would not come out smaller than the result leaves it as it is.",
                   SCHEMA, item_only=True, items=(RESULT,))
