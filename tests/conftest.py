@@ -30,6 +30,9 @@ def thorough() -> bool:
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
+#: The default's rules on a plain step (tests/data/default-stepped.yaml), for histories too short
+#: for the default's own pay-back step to move.
+STEPPED_DEFAULT = str(ROOT / "tests" / "data" / "default-stepped.yaml")
 TRACES = TESTS / "data" / "traces"
 sys.path.insert(0, str(TESTS))
 

@@ -107,7 +107,7 @@ CASES = [
  ("rules-backreference", {"r.yaml": R.replace("{role: tool}", "{text: {regex: '(x)\\1'}}")}, ["validate", "r.yaml"],
   1, "r.yaml:5:27: invalid regex '(x)\\\\1': not supported by RE2, the linear-time engine rules run on: invalid escape sequence: \\1 (no backreferences or lookarounds; \\z ends the text) (at rules[0].match.text.regex)"),
  ("rules-unknown-template-variable", {"r.yaml": R.replace("action: placeholder", "action: {placeholder: '{tool}'}")}, ["validate", "r.yaml"],
-  1, "r.yaml:6:27: unknown template variable {tool} in '{tool}'; allowed: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines} (at rules[0].action.placeholder)"),
+  1, "r.yaml:6:27: unknown template variable {tool} in '{tool}'; allowed: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args}, {names} (at rules[0].action.placeholder)"),
  ("rules-alias-bomb", {"r.yaml": "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"}, ["validate", "r.yaml"],
   1, 'r.yaml:1:1: aliases expand the document by more than 100000 nodes'),
  ("rules-python-object-tag", {"r.yaml": "version: 1\nname: !!python/object/apply:os.system ['true']\nrules: []\n"}, ["validate", "r.yaml"],

@@ -76,7 +76,7 @@ def test_after_moves_an_inherited_rule(tmp_path, base):
 
 def test_extends_a_bundled_preset_and_explain_names_the_file(tmp_path, capsys):
     child = write(tmp_path, "version: 1\nname: mine\nextends: default\nrules:\n"
-                            "  - {name: keep-bash, match: {tool: bash}, action: keep, before: keep-recent}\n")
+                            "  - {name: keep-bash, match: {tool: bash, age: {unit: tool_results, lt: 3}}, action: keep, before: keep-recent}\n")
     rules = load_rules(child)
     assert rules.rules[0].source.endswith("default.yaml")
     assert main(["explain", "examples/coding-session.json", "-r", str(child)]) == 0

@@ -17,6 +17,8 @@ from openai.types.responses.response_reasoning_item import Summary  # noqa: E402
 from rules_compact import load_rules  # noqa: E402
 from rules_compact.integrations.openai_agents import input_filter  # noqa: E402
 
+from conftest import STEPPED_DEFAULT  # noqa: E402
+
 RULES = load_rules("""
 version: 1
 name: keep-one
@@ -149,13 +151,13 @@ def test_rebuilt_items_each_call():
                   {"type": "function_call", "call_id": f"call-{i}", "name": "read_file",
                    "arguments": f'{{"path": "f{i}.py"}}'},
                   {"type": "function_call_output", "call_id": f"call-{i}", "output": f"file {i}\n" + "x" * 400}]
-    compact_round = _SameItems(Hook("default", lambda report: None))
+    compact_round = _SameItems(Hook(STEPPED_DEFAULT, lambda report: None))
     for end in range(5, len(items) + 1, 4):
         passed = copy.deepcopy(items[:end])
         if end == 65:  # an earlier item differs in this call only
             passed[4]["output"] = "short"
         out = compact_round(passed)[0]
-        assert out == compact(copy.deepcopy(passed), "default", format="responses").messages
+        assert out == compact(copy.deepcopy(passed), STEPPED_DEFAULT, format="responses").messages
         assert all(after is item or after != item for after, item in zip(out, passed))
     assert sum(after != item for after, item in zip(out, passed)) > 20
 

@@ -292,9 +292,11 @@ def test_documented_example_sends_a_valid_compacted_request(block, fake_api, mon
     assert len(fake_api) == 1
     path, body = fake_api[0]
     messages = namespace["messages"]
-    expected = compact(messages, "default").messages
+    result = compact(messages, "default")
+    expected = result.messages
     assert body["messages"] == expected  # the SDK sent the compacted messages
-    assert expected != messages  # and compaction did something
+    # compaction did something, or on a session too short for its moves to pay back, says why not
+    assert expected != messages or "no step boundary yet: nothing decided" in result.report.passes[0].reason
     kind = MessageParam if path == "/v1/messages" else ChatCompletionMessageParam
     for i, (before, after) in enumerate(zip(messages, body["messages"])):
         # the example data may hold vendor fields (DeepSeek's reasoning_content): compaction

@@ -18,7 +18,7 @@ from rules_compact.readers import READERS, SOURCE_FORMATS, Conversation, claude_
 from rules_compact.formats.responses import RESPONSES
 from rules_compact.testing import check_invariants
 
-from conftest import ROOT, TRACES
+from conftest import ROOT, STEPPED_DEFAULT, TRACES
 
 CC_SESSION = "claude-code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 CC_SUBAGENT = "claude-code/agent-a7be2f0.jsonl"
@@ -502,7 +502,7 @@ def test_codex_rollout_is_its_response_items():
 
 def test_codex_reasoning_is_never_altered():
     conv = one(CODEX)
-    result = check_invariants(conv.messages, "default", "responses", idempotent=False)
+    result = check_invariants(conv.messages, STEPPED_DEFAULT, "responses", idempotent=False)  # the default's rules
     assert result.report.tokens_after < result.report.tokens_before
     before = [m for m in conv.messages if m["type"] == "reasoning"]
     after = [m for m in result.messages if m["type"] == "reasoning"]

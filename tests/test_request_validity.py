@@ -25,11 +25,14 @@ from rules_compact.kinds.actions.strip_text import DEFAULT_MARKER as DEFAULT_STR
 from rules_compact.formats import count_breakpoints
 from rules_compact.testing import check_api_validity, check_invariants
 
+from conftest import STEPPED_DEFAULT
+
 anthropic = pytest.importorskip("anthropic", reason="anthropic is in the test extra")
 http_ = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
 
 BP = {"type": "ephemeral"}
 DEFAULT = load_rules("default")
+STEPPED = load_rules(STEPPED_DEFAULT)  # what these tests need of the default: its breakpoint at a step boundary
 
 
 def request_breakpoints(body: dict) -> int:
@@ -78,14 +81,14 @@ def test_system_tools_and_the_last_two_messages_stay_four():
                "messages": mark_last(session(25), 2)}
     assert request_breakpoints(request) == 4
     reports = []
-    sent = RequestCompactor("default", on_compact=reports.append)(request)
+    sent = RequestCompactor(STEPPED, on_compact=reports.append)(request)
     assert request_breakpoints(sent) == 4  # the default's own breakpoint stood back
     assert sent["messages"][-2:] == request["messages"][-2:]  # the caller's are never removed
     stood = [d for d in reports[0].passes[0].decisions if d.rule == "cache-breakpoint-at-step"]
     assert [d.note for d in stood] == ["left as it is: the request already holds 4 cache breakpoints (at most 4)"]
     # with room, the default puts its breakpoint at the step boundary
     plain_tools = [{k: v for k, v in tool.items() if k != "cache_control"} for tool in TOOLS]
-    roomy = RequestCompactor("default", on_compact=lambda r: None)({**request, "tools": plain_tools})
+    roomy = RequestCompactor(STEPPED, on_compact=lambda r: None)({**request, "tools": plain_tools})
     assert request_breakpoints(roomy) == 4
     assert sum(map(count_breakpoints, (m["content"] for m in roomy["messages"]))) == 3
 
@@ -108,14 +111,14 @@ def test_forty_rounds_through_the_anthropic_sdk_never_go_over_four():
 
     client = anthropic.Anthropic(api_key="test", http_client=http_.Client(transport=http_.MockTransport(answer)),
                                  max_retries=0)
-    compact_request_ = RequestCompactor("default", on_compact=lambda report: None)
+    compact_request_ = RequestCompactor(STEPPED, on_compact=lambda report: None)
     history = session(0)
     for i in range(40):
         history += tool_round(i)
         request = {"model": "claude-x", "max_tokens": 100, "system": SYSTEM, "tools": TOOLS,
                    "messages": mark_last(history, 1 + i % 2)}
         sent = compact_request_(request)
-        assert sent == compact_request(request, "default", on_compact=lambda report: None)  # reuse is exact
+        assert sent == compact_request(request, STEPPED, on_compact=lambda report: None)  # reuse is exact
         client.messages.create(**sent)
     assert len(bodies) == 40
     assert max(map(request_breakpoints, bodies)) == 4
@@ -126,17 +129,17 @@ def test_forty_rounds_through_the_anthropic_sdk_never_go_over_four():
 
 def test_a_bare_message_list_counts_its_own_breakpoints():
     messages = mark_last(session(25), 4)
-    out = compact(messages, "default")
+    out = compact(messages, STEPPED)
     assert sum(map(count_breakpoints, (m["content"] for m in out.messages))) == 4
     check_api_validity(messages, out.messages, "anthropic")
     # two more outside the messages (system, tools): none added, the caller's 4 kept as they are
     two = mark_last(session(25), 2)
-    assert sum(map(count_breakpoints, (m["content"] for m in compact(two, "default").messages))) == 3
-    out = compact(two, "default", breakpoints_outside=2)
+    assert sum(map(count_breakpoints, (m["content"] for m in compact(two, STEPPED).messages))) == 3
+    out = compact(two, STEPPED, breakpoints_outside=2)
     assert sum(map(count_breakpoints, (m["content"] for m in out.messages))) == 2
     check_api_validity(two, out.messages, "anthropic", breakpoints_outside=2)
     with pytest.raises(AssertionError, match="5 cache breakpoints in the request"):
-        check_api_validity(two, compact(two, "default").messages, "anthropic", breakpoints_outside=2)
+        check_api_validity(two, compact(two, STEPPED).messages, "anthropic", breakpoints_outside=2)
 
 
 def test_a_request_already_over_the_limit_keeps_its_own_and_gets_none():
@@ -196,7 +199,7 @@ def test_a_breakpoint_on_a_stripped_block_moves_to_a_block_that_stays():
     messages = session(25)
     messages[1] = {**messages[1], "content": [{**messages[1]["content"][0], "cache_control": BP},
                                               messages[1]["content"][1]]}
-    out = check_invariants(messages, DEFAULT, "anthropic").messages  # strip-old-reasoning removes the text
+    out = check_invariants(messages, strip_rules(), "anthropic").messages  # the text goes
     assert out[1]["content"] == [{**messages[1]["content"][1], "cache_control": BP}]  # now on the tool_use
     # a text-only turn: the marker carries it
     lone = [{"role": "user", "content": "go"},
@@ -338,7 +341,7 @@ def test_langchain_default_breakpoint_reaches_the_wire_within_four(langchain_age
 
     for middleware, most in (([], 1), ([AnthropicPromptCachingMiddleware()], 4)):
         agent, server = langchain_agent(thinking_turns(24), [*middleware, RulesCompactMiddleware(
-            "default", on_compact=lambda r: None)])
+            STEPPED, on_compact=lambda r: None)])
         agent.invoke({"messages": [{"role": "user", "content": "read the files"}]})
         marked = [[j for j, m in enumerate(body["messages"]) for b in m["content"] if isinstance(b, dict)
                    and b.get("type") == "tool_result" and b.get("cache_control")] for body in server.bodies]
@@ -383,7 +386,7 @@ def test_pydantic_ai_default_breakpoint_reaches_the_wire_within_four():
                                           http_client=http_.AsyncClient(transport=http_.MockTransport(answer)))
         model = AnthropicModel("claude-x", provider=AnthropicProvider(anthropic_client=client))
         agent = Agent(model, instructions="You read files.", model_settings=settings,
-                      capabilities=[RulesCompactCapability("default", on_compact=lambda r: None)])
+                      capabilities=[RulesCompactCapability(STEPPED, on_compact=lambda r: None)])
 
         @agent.tool_plain
         def read_file(path: str) -> str:
@@ -425,7 +428,11 @@ def test_openai_agents_old_long_messages_become_the_marker():
 
     from rules_compact.formats import RESPONSES
 
-    last, plain = run(input_filter("default", on_compact=lambda r: None)), run(None)
+    notes = parse_rules(json.dumps({"version": 1, "name": "strip-old-notes", "rules": [
+        {"name": "keep-recent", "match": {"age": {"unit": "tool_results", "lt": 8}}, "action": "keep"},
+        {"name": "strip", "match": {"role": "assistant", "has_tool_calls": True},
+         "action": {"strip-text": {"keep_max_chars": 200}}}]}))
+    last, plain = run(input_filter(notes, on_compact=lambda r: None)), run(None)
     texts = [m["content"][0]["text"] for m in last if m.get("type") == "message" and m.get("role") == "assistant"]
     stripped = texts.count(DEFAULT_STRIP_MARKER)
     assert stripped >= 14 and texts[:stripped] == [DEFAULT_STRIP_MARKER] * stripped  # their text was all they held
@@ -440,5 +447,5 @@ def test_openai_agents_old_long_messages_become_the_marker():
          "tool_calls": [{"id": f"call-{i}", "type": "function",
                          "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}.py"})}}]},
         {"role": "tool", "tool_call_id": f"call-{i}", "content": f"contents of f{i}.py\n" + "some code line\n" * 40})]
-    chat_share = compact(chat, "default").report.chars_after / compact(chat, "default").report.chars_before
-    assert read(last) / read(plain) == pytest.approx(chat_share, abs=0.03)  # 0.41 (it was 0.60)
+    chat_share = compact(chat, notes).report.chars_after / compact(chat, notes).report.chars_before
+    assert read(last) / read(plain) == pytest.approx(chat_share, abs=0.03)
