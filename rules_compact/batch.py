@@ -34,13 +34,15 @@ import gc
 import multiprocessing
 import os
 import pickle
-import sys
-from abc import ABC, abstractmethod
 import signal
+import sys
+import threading
+from abc import ABC, abstractmethod
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .documents import conversations_in, dump_json_line, read_conversations_from, write_atomic
@@ -443,32 +445,66 @@ class _File:
         return self.split.joined([part.result() for part in self.parts])
 
 
+class _Local:
+    """This process as one more worker: a daemon thread that computes the pieces it is given, in
+    order (``work(task, argument)``), with the package imported and the rules compiled."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.queue: SimpleQueue = SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def submit(self, work: Callable, argument) -> Future:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._serve, name="rules-compact-local", daemon=True)
+            self.thread.start()
+        future: Future = Future()
+        self.queue.put((future, work, argument))
+        return future
+
+    def _serve(self) -> None:
+        while (piece := self.queue.get()) is not None:
+            future, work, argument = piece
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(work(self.task, argument))
+                except BaseException as exc:  # for the caller, who waits on the future
+                    future.set_exception(exc)
+
+    def stop(self) -> None:
+        """End the thread once its current piece is done (pieces not started: cancel their futures first)."""
+        if self.thread is not None:
+            self.queue.put(None)
+
+
 class _Workers:
     """:func:`run` on ``jobs`` processes, this one and ``jobs - 1`` workers: each file read by one
     of them, the chunks of a file that splits computed by all (before any further file), the
     results in input order.
 
-    This process keeps at most ``2 * jobs`` files in flight and ``jobs`` pieces of work in the
-    pool (one running and one waiting per worker, so that none idles while this one computes);
-    when no result is ready it computes the next piece itself: no start cost for it, the
-    package imported and the rules compiled.  It holds the pickled chunks of the split files
-    in flight and the file it computes.  The pool starts at the first piece it gets."""
+    This process computes in a thread (:class:`_Local`, no start cost) while its main thread
+    hands out the pieces of work: one running and one waiting per process, so none idles, the
+    workers forked (at the first piece, before the thread starts) with the rules compiled.  At
+    most ``2 * jobs`` files are in flight; this process holds the pickled chunks of the split
+    ones among them and the files it reads itself."""
 
     def __init__(self, task: Task, jobs: int, refuse, alone: bool):
         self.task, self.refuse, self.alone = task, refuse, alone  # alone: one file, read here
         self.workers, self.window = jobs - 1, 2 * jobs
         self.pool: ProcessPoolExecutor | None = None
+        self.local = _Local(task)
         self.files: deque[_File] = deque()  # in input order, until yielded
         self.chunks: deque[tuple[_File, bytes]] = deque()  # to compute, in order, before the next file
-        self.running: dict[Future, _File | None] = {}  # in the pool: a file's read, or a chunk (None)
+        self.running: dict[Future, tuple[bool, _File | None]] = {}  # (computed here, the file it reads)
 
     def results(self, paths: Sequence[str]) -> Iterator[FileResult]:
         before = {child.pid for child in multiprocessing.active_children()}
         ahead = iter(paths)
         try:
             while True:
-                while len(self.running) <= self.workers and self._take(ahead, here=False):
-                    pass
+                for here, room in ((False, self.workers + 1), (True, 2)):  # the pool first: it forks
+                    while sum(h == here for h, _ in self.running.values()) < room and self._take(ahead, here):
+                        pass
                 if not self.files:
                     break
                 if self.files[0].finished():
@@ -476,14 +512,15 @@ class _Workers:
                     for part in file.parts:  # done, maybe not yet collected
                         self.running.pop(part, None)
                     yield file.result()
-                elif not self._collect(0) and not self._take(ahead, here=True):
-                    self._collect(None)
+                else:
+                    self._collect()
         except BrokenProcessPool:
             self._stop(before)
             raise WorkerError("a worker process stopped without an answer (killed, or out of memory?)") from None
         except BaseException:  # an interrupt, or the caller closed the iterator: stop now, not after the work
             self._stop(before)
             raise
+        self.local.stop()
         if self.pool is not None:
             self.pool.shutdown()
 
@@ -492,28 +529,39 @@ class _Workers:
         window), on a worker or ``here``; False when there is none."""
         if self.chunks:
             file, chunk = self.chunks.popleft()
-            file.parts.append(_done(_chunk_results(self.task, chunk)) if here else self._submit(_worker_chunk, chunk))
+            file.parts.append(self._submit(here, _chunk_results if here else _worker_chunk, chunk))
             return True
         path = next(ahead, None) if len(self.files) < self.window else None
         if path is None:
             return False
-        if here or self.alone or path == "-" or (self.refuse is not None and self.refuse(path)):
-            file = _File(path, _here(self.task, path, self.refuse, _read_or_split))
+        if self.alone or path == "-" or (self.refuse is not None and self.refuse(path)):
+            file = _File(path, _here(self.task, path, self.refuse, _read_or_split))  # in the main thread
             self._open(file)
         else:
-            read = self._submit(_worker_read, path)
-            file = self.running[read] = _File(path, read)
+            read = self._submit(here, _read_or_split if here else _worker_read, path)
+            file = _File(path, read)
+            self.running[read] = (here, file)
         self.files.append(file)
         return True
 
-    def _collect(self, timeout: float | None) -> bool:
-        """Take in the pieces the pool has done (waiting up to ``timeout``); False if none was."""
-        done, _ = wait(self.running, timeout, FIRST_COMPLETED)
+    def _submit(self, here: bool, work: Callable, argument) -> Future:
+        if here:
+            future = self.local.submit(work, argument)
+        else:
+            if self.pool is None:
+                self.pool = ProcessPoolExecutor(self.workers, mp_context=_start_method(), initializer=_start_worker,
+                                                initargs=(self.task,))
+            future = self.pool.submit(work, argument)
+        self.running[future] = (here, None)
+        return future
+
+    def _collect(self) -> None:
+        """Wait for pieces to be done; queue the chunks of the files that split."""
+        done, _ = wait(self.running, return_when=FIRST_COMPLETED)
         for future in done:
-            file = self.running.pop(future)
+            _, file = self.running.pop(future)
             if file is not None:
                 self._open(file)
-        return bool(done)
 
     def _open(self, file: _File) -> None:
         """A file is read: queue its chunks if it split."""
@@ -523,15 +571,10 @@ class _Workers:
             self.chunks.extend((file, chunk) for chunk in read.chunks)
         file.opened = True
 
-    def _submit(self, work: Callable, argument) -> Future:
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=_start_method(), initializer=_start_worker,
-                                            initargs=(self.task,))
-        future = self.pool.submit(work, argument)
-        self.running[future] = None
-        return future
-
     def _stop(self, before: set) -> None:
+        for future in self.running:
+            future.cancel()
+        self.local.stop()
         if self.pool is None:
             return
         self.pool.shutdown(wait=False, cancel_futures=True)
