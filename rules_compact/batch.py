@@ -15,9 +15,9 @@ Each task maps
   as data);
 * JSON text, such as a JSONL line holding one request body: ``task.text_rows(text, name)``.
 
-:func:`run` maps files on worker processes (``jobs``) or on a Dask cluster (``scheduler``), in
-input order, each file read by the worker that handles it; :func:`write_table` writes rows as
-JSONL or Parquet.  Rows are the ``--json`` objects (docs/json.md), one shape per task; docs/batch.md has more.  With
+:func:`run` maps files on ``jobs`` processes (this one and workers; a file of many conversations
+in chunks, spread over all of them) or on a Dask cluster (``scheduler``, a file per task), in
+input order; :func:`write_table` writes rows as JSONL or Parquet.  Rows are the ``--json`` objects (docs/json.md), one shape per task; docs/batch.md has more.  With
 Dask directly::
 
     import dask.bag as db
