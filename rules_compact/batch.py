@@ -534,10 +534,12 @@ class _Workers:
         path = next(ahead, None) if len(self.files) < self.window else None
         if path is None:
             return False
-        if self.alone or path == "-" or (self.refuse is not None and self.refuse(path)):
-            file = _File(path, _here(self.task, path, self.refuse, _read_or_split))  # in the main thread
+        refused = self.refuse is not None and self.refuse(path)
+        if refused or ((self.alone or path == "-") and self.local.thread is None):  # nothing computes beside
+            file = _File(path, _here(self.task, path, self.refuse, _read_or_split))
             self._open(file)
         else:
+            here = here or self.alone or path == "-"  # stdin is read in this process: by its thread
             read = self._submit(here, _read_or_split if here else _worker_read, path)
             file = _File(path, read)
             self.running[read] = (here, file)

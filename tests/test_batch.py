@@ -175,6 +175,18 @@ def test_files_of_many_conversations_spread_over_workers_print_the_same(capsys, 
     assert list(dict.fromkeys(names)) == expected  # every conversation, in input order
 
 
+def test_stdin_among_files_is_read_by_the_command_and_spread_alike(capsys, monkeypatch, small_chunks):
+    data = MANY[1].read_bytes()
+    outputs = []
+    for jobs in ("1", "2"):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        rc, out, err = run(capsys, "stats", MANY[0], "-", FILES[0], "--jobs", jobs, "--json")
+        assert rc == 0, err
+        outputs.append(out)
+    names = [json.loads(line)["conversation"] for line in outputs[1].splitlines()]
+    assert outputs[0] == outputs[1] and names[20:120] == [f"<stdin>#{i}" for i in range(1, 101)]
+
+
 @dataclass(frozen=True)
 class Pids(batch.Task):
     """Which process computed each conversation; the conversations named in ``fail`` fail."""
