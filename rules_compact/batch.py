@@ -535,11 +535,12 @@ class _Workers:
         if path is None:
             return False
         refused = self.refuse is not None and self.refuse(path)
-        if refused or ((self.alone or path == "-") and self.local.thread is None):  # nothing computes beside
+        in_process = self.alone or path == "-"  # read by this process
+        if refused or (in_process and self.local.thread is None):  # by its main thread: nothing computes beside
             file = _File(path, _here(self.task, path, self.refuse, _read_or_split))
             self._open(file)
         else:
-            here = here or self.alone or path == "-"  # stdin is read in this process: by its thread
+            here = here or in_process
             read = self._submit(here, _read_or_split if here else _worker_read, path)
             file = _File(path, read)
             self.running[read] = (here, file)
