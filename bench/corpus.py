@@ -75,7 +75,17 @@ def peak_mb(command: str, path: str) -> tuple[float, int]:
     result = batch.read_results(task, path)
     if result.error is not None:
         raise result.error
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(result.results)
+    return own_peak_mb(), len(result.results)
+
+
+def own_peak_mb() -> float:
+    """This process's peak resident set in MB: VmHWM on Linux (``ru_maxrss`` of a spawned process
+    starts at its parent's peak: Linux keeps it across the exec), else ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def task_of(command: str) -> batch.Task:
