@@ -15,9 +15,9 @@ Each task maps
   as data);
 * JSON text, such as a JSONL line holding one request body: ``task.text_rows(text, name)``.
 
-:func:`run` maps files on worker processes (``jobs``) or on a Dask cluster (``scheduler``), in
-input order, each file read by the worker that handles it; :func:`write_table` writes rows as
-JSONL or Parquet.  Rows are the ``--json`` objects (docs/json.md), one shape per task; docs/batch.md has more.  With
+:func:`run` maps files on ``jobs`` processes (this one and workers; a file of many conversations
+in chunks, spread over all of them) or on a Dask cluster (``scheduler``, a file per task), in
+input order; :func:`write_table` writes rows as JSONL or Parquet.  Rows are the ``--json`` objects (docs/json.md), one shape per task; docs/batch.md has more.  With
 Dask directly::
 
     import dask.bag as db
@@ -33,12 +33,16 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from abc import ABC, abstractmethod
+import pickle
 import signal
+import sys
+import threading
+from abc import ABC, abstractmethod
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .documents import conversations_in, dump_json_line, read_conversations_from, write_atomic
@@ -263,10 +267,64 @@ def read_results(task: Task, path: str) -> FileResult:
     warnings: list[str] = []
     try:
         found = read_file(path, task.format, warnings.append)
-        results = tuple(task.compute(conv, fmt) for conv, fmt in found)
     except RulesCompactError as exc:
         return FileResult(path, (), tuple(warnings), exc)
-    return FileResult(path, results, tuple(warnings))
+    return _computed(task, path, found, tuple(warnings))
+
+
+def _computed(task: Task, path: str, found: Sequence[tuple[Conversation, str]], warnings: tuple[str, ...]) -> FileResult:
+    try:
+        return FileResult(path, tuple(task.compute(conv, fmt) for conv, fmt in found), warnings)
+    except RulesCompactError as exc:
+        return FileResult(path, (), warnings, exc)
+
+
+#: A file of more messages than this, in more than one conversation, is computed in chunks of
+#: about this many messages (whole conversations) on all the workers.
+CHUNK_MESSAGES = 500
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A file read but not computed: its warnings and its conversations in chunks, each pickled
+    (a list of (Conversation, format)) to travel to a worker as bytes."""
+
+    path: str
+    warnings: tuple[str, ...]
+    chunks: tuple[bytes, ...]
+
+    def joined(self, parts: Sequence[FileResult]) -> FileResult:
+        """The file's result from its chunks' (in order): what :func:`read_results` gives."""
+        error = next((part.error for part in parts if part.error is not None), None)
+        if error is not None:
+            return FileResult(self.path, (), self.warnings, error)
+        return FileResult(self.path, tuple(r for part in parts for r in part.results), self.warnings)
+
+
+def _chunks(found: list[tuple[Conversation, str]]) -> list[list[tuple[Conversation, str]]]:
+    """Consecutive conversations in chunks of at least CHUNK_MESSAGES messages (the last may have fewer)."""
+    chunks: list[list[tuple[Conversation, str]]] = [[]]
+    size = 0
+    for conv, fmt in found:
+        if size >= CHUNK_MESSAGES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append((conv, fmt))
+        size += len(conv.messages)
+    return chunks
+
+
+def _read_or_split(task: Task, path: str) -> FileResult | _Split:
+    """A file's result, or when it splits in chunks, its :class:`_Split`; a bad file's error returned."""
+    warnings: list[str] = []
+    try:
+        found = read_file(path, task.format, warnings.append)
+    except RulesCompactError as exc:
+        return FileResult(path, (), tuple(warnings), exc)
+    chunks = _chunks(found)
+    if len(chunks) == 1:
+        return _computed(task, path, found, tuple(warnings))
+    return _Split(path, tuple(warnings), tuple(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL) for chunk in chunks))
 
 
 def default_jobs() -> int:
@@ -278,32 +336,33 @@ def run(task: Task, paths: Sequence[str], jobs: int | None = None, scheduler: st
         refuse: Callable[[str], str | None] | None = None) -> Iterator[FileResult]:
     """Each file's :class:`FileResult`, in the order of ``paths`` (``-``: stdin, read here).
 
-    Files are read by the worker that handles them, a few per worker in flight, so no process
-    holds more than the files it works on.  ``jobs``: worker processes (default: the cores;
-    1, or a single file, computes here); ``scheduler``: a Dask scheduler's address (the
-    ``dask`` extra; its workers read the paths as given, so give paths they can see);
-    ``refuse``: a reason not to read a path (a glob that matched nothing), then that path's
-    InputError.  Closing the iterator (or an interrupt while it waits) stops the workers."""
+    ``jobs``: processes that compute, this one included (default: the cores; 1: this one
+    alone).  Each file is read by one of them (stdin, or a single file, by this one), a few
+    per process ahead, so no process holds more than the files it works on; a file of more
+    than CHUNK_MESSAGES messages in several conversations is split into chunks of whole
+    conversations, which all of them compute.  ``scheduler``: a Dask scheduler's address (the
+    ``dask`` extra; there a file is the unit of work, read by the worker that computes it from
+    the path as given, so give paths its workers can see); ``refuse``: a reason not to read a
+    path (a glob that matched nothing), then that path's InputError.  Closing the iterator (or
+    an interrupt while it waits) stops the workers."""
     if scheduler is not None:
         return _on_dask(task, paths, scheduler, refuse)
-    jobs = min(jobs or default_jobs(), len(paths))
+    jobs = jobs or default_jobs()
     if jobs <= 1:
-        return (_here(task, path, refuse).result() for path in paths)
-    return _on_processes(task, paths, jobs, refuse)
+        return (_here(task, path, refuse, read_results).result() for path in paths)
+    return _Workers(task, jobs, refuse, len(paths) == 1).results(paths)
 
 
-def _here(task: Task, path: str, refuse) -> Future:
-    """A path's result computed in this process (stdin, a refused path, or ``jobs`` 1)."""
-    done: Future = Future()
+def _here(task: Task, path: str, refuse, read: Callable[[Task, str], object]) -> Future:
+    """A path's result (``read``'s) computed in this process (stdin, a refused path, ``jobs`` 1)."""
     why = refuse(path) if refuse is not None else None
-    done.set_result(FileResult(path, error=InputError(why)) if why else read_results(task, path))
-    return done
+    return _done(FileResult(path, error=InputError(why)) if why else read(task, path))
 
 
 def _submitter(task: Task, remote: Callable[[str], object], refuse) -> Callable[[str], object]:
     def submit(path: str):
         if path == "-" or (refuse is not None and refuse(path)):
-            return _here(task, path, refuse)
+            return _here(task, path, refuse, read_results)
         return remote(path)
     return submit
 
@@ -340,31 +399,193 @@ def _start_worker(task: Task) -> None:
     _TASK = task
 
 
-def _worker_results(path: str) -> FileResult:
-    return read_results(_TASK, path)
+def _worker_read(path: str) -> FileResult | _Split:
+    return _read_or_split(_TASK, path)
 
 
-def _on_processes(task: Task, paths: Sequence[str], jobs: int, refuse) -> Iterator[FileResult]:
-    before = {child.pid for child in multiprocessing.active_children()}
-    pool = ProcessPoolExecutor(jobs, initializer=_start_worker, initargs=(task,))
-    try:
-        yield from _in_order(_submitter(task, lambda p: pool.submit(_worker_results, p), refuse), paths, 2 * jobs)
-    except BrokenProcessPool:
-        _stop(pool, before)
-        raise WorkerError("a worker process stopped without an answer (killed, or out of memory?)") from None
-    except BaseException:  # an interrupt, or the caller closed the iterator: stop now, not after the work
-        _stop(pool, before)
-        raise
-    pool.shutdown()
+def _worker_chunk(chunk: bytes) -> FileResult:
+    return _chunk_results(_TASK, chunk)
 
 
-def _stop(pool: ProcessPoolExecutor, before: set) -> None:
-    pool.shutdown(wait=False, cancel_futures=True)
-    workers = [child for child in multiprocessing.active_children() if child.pid not in before]
-    for child in workers:
-        child.terminate()
-    for child in workers:
-        child.join(5)
+def _chunk_results(task: Task, chunk: bytes) -> FileResult:
+    """A chunk's results (as a FileResult without path or warnings: the file's are in its _Split)."""
+    return _computed(task, "", pickle.loads(chunk), ())
+
+
+def _done(result) -> Future:
+    future: Future = Future()
+    future.set_result(result)
+    return future
+
+
+def _start_method():
+    """Fork where it is safe (Linux): a worker starts with the package imported and the rules
+    compiled (the task's RuleSources are in the inherited cache); elsewhere the platform's default."""
+    return multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+
+
+@dataclass
+class _File:
+    """A file of :class:`_Workers`: the future that reads it, and once it splits, its chunks' futures."""
+
+    path: str
+    read: Future
+    split: _Split | None = None
+    parts: list[Future] = field(default_factory=list)
+    opened: bool = False  # read, and its chunks (if any) queued
+
+    def finished(self) -> bool:
+        if not self.opened:
+            return False
+        return self.split is None or (len(self.parts) == len(self.split.chunks) and all(p.done() for p in self.parts))
+
+    def result(self) -> FileResult:
+        if self.split is None:
+            return self.read.result()
+        return self.split.joined([part.result() for part in self.parts])
+
+
+class _Local:
+    """This process as one more worker: a daemon thread that computes the pieces it is given, in
+    order (``work(task, argument)``), with the package imported and the rules compiled."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.queue: SimpleQueue = SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def submit(self, work: Callable, argument) -> Future:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._serve, name="rules-compact-local", daemon=True)
+            self.thread.start()
+        future: Future = Future()
+        self.queue.put((future, work, argument))
+        return future
+
+    def _serve(self) -> None:
+        while (piece := self.queue.get()) is not None:
+            future, work, argument = piece
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(work(self.task, argument))
+                except BaseException as exc:  # for the caller, who waits on the future
+                    future.set_exception(exc)
+
+    def stop(self) -> None:
+        """End the thread once its current piece is done (pieces not started: cancel their futures first)."""
+        if self.thread is not None:
+            self.queue.put(None)
+
+
+class _Workers:
+    """:func:`run` on ``jobs`` processes, this one and ``jobs - 1`` workers: each file read by one
+    of them, the chunks of a file that splits computed by all (before any further file), the
+    results in input order.
+
+    This process computes in a thread (:class:`_Local`, no start cost) while its main thread
+    hands out the pieces of work: one running and one waiting per process, so none idles, the
+    workers forked (at the first piece, before the thread starts) with the rules compiled.  At
+    most ``2 * jobs`` files are in flight; this process holds the pickled chunks of the split
+    ones among them and the files it reads itself."""
+
+    def __init__(self, task: Task, jobs: int, refuse, alone: bool):
+        self.task, self.refuse, self.alone = task, refuse, alone  # alone: one file, read here
+        self.workers, self.window = jobs - 1, 2 * jobs
+        self.pool: ProcessPoolExecutor | None = None
+        self.local = _Local(task)
+        self.files: deque[_File] = deque()  # in input order, until yielded
+        self.chunks: deque[tuple[_File, bytes]] = deque()  # to compute, in order, before the next file
+        self.running: dict[Future, tuple[bool, _File | None]] = {}  # (computed here, the file it reads)
+
+    def results(self, paths: Sequence[str]) -> Iterator[FileResult]:
+        before = {child.pid for child in multiprocessing.active_children()}
+        ahead = iter(paths)
+        try:
+            while True:
+                for here, room in ((False, self.workers + 1), (True, 2)):  # the pool first: it forks
+                    while sum(h == here for h, _ in self.running.values()) < room and self._take(ahead, here):
+                        pass
+                if not self.files:
+                    break
+                if self.files[0].finished():
+                    file = self.files.popleft()
+                    for part in file.parts:  # done, maybe not yet collected
+                        self.running.pop(part, None)
+                    yield file.result()
+                else:
+                    self._collect()
+        except BrokenProcessPool:
+            self._stop(before)
+            raise WorkerError("a worker process stopped without an answer (killed, or out of memory?)") from None
+        except BaseException:  # an interrupt, or the caller closed the iterator: stop now, not after the work
+            self._stop(before)
+            raise
+        self.local.stop()
+        if self.pool is not None:
+            self.pool.shutdown()
+
+    def _take(self, ahead: Iterator[str], here: bool) -> bool:
+        """Start the next piece of work, a queued chunk or else the next file (within the
+        window), on a worker or ``here``; False when there is none."""
+        if self.chunks:
+            file, chunk = self.chunks.popleft()
+            file.parts.append(self._submit(here, _chunk_results if here else _worker_chunk, chunk))
+            return True
+        path = next(ahead, None) if len(self.files) < self.window else None
+        if path is None:
+            return False
+        refused = self.refuse is not None and self.refuse(path)
+        in_process = self.alone or path == "-"  # read by this process
+        if refused or (in_process and self.local.thread is None):  # by its main thread: nothing computes beside
+            file = _File(path, _here(self.task, path, self.refuse, _read_or_split))
+            self._open(file)
+        else:
+            here = here or in_process
+            read = self._submit(here, _read_or_split if here else _worker_read, path)
+            file = _File(path, read)
+            self.running[read] = (here, file)
+        self.files.append(file)
+        return True
+
+    def _submit(self, here: bool, work: Callable, argument) -> Future:
+        if here:
+            future = self.local.submit(work, argument)
+        else:
+            if self.pool is None:
+                self.pool = ProcessPoolExecutor(self.workers, mp_context=_start_method(), initializer=_start_worker,
+                                                initargs=(self.task,))
+            future = self.pool.submit(work, argument)
+        self.running[future] = (here, None)
+        return future
+
+    def _collect(self) -> None:
+        """Wait for pieces to be done; queue the chunks of the files that split."""
+        done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+        for future in done:
+            _, file = self.running.pop(future)
+            if file is not None:
+                self._open(file)
+
+    def _open(self, file: _File) -> None:
+        """A file is read: queue its chunks if it split."""
+        read = file.read.result()
+        if isinstance(read, _Split):
+            file.split = read
+            self.chunks.extend((file, chunk) for chunk in read.chunks)
+        file.opened = True
+
+    def _stop(self, before: set) -> None:
+        for future in self.running:
+            future.cancel()
+        self.local.stop()
+        if self.pool is None:
+            return
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        workers = [child for child in multiprocessing.active_children() if child.pid not in before]
+        for child in workers:
+            child.terminate()
+        for child in workers:
+            child.join(5)
 
 
 def _on_dask(task: Task, paths: Sequence[str], address: str, refuse) -> Iterator[FileResult]:

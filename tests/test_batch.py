@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -25,6 +26,7 @@ from rules_compact.analysis import conversation_stats
 from rules_compact.cli import main
 from rules_compact.cli.output import Progress
 from rules_compact.documents import read_conversations_from
+from rules_compact.errors import InputError
 from rules_compact.plugins import PluginError, hookimpl, use_plugins
 
 # small real logs of six formats; resolver_mock_output holds several conversations
@@ -138,6 +140,101 @@ def test_parquet_table_holds_the_jsonl_rows(capsys, tmp_path, command):
     assert parquet == rows
 
 
+# files of many conversations: tau2 (20), OpenHands gorilla output (100), resolver_mock_output (2)
+MANY = [TRACES / p for p in (
+    "tau2-bench/2025-08-10T02-44-06_telecom_gpt-4o_user_gpt-4o.json",
+    "openhands/gorilla-output_gpt-4o-2024-05-13_hf.jsonl",
+    "openhands/resolver_mock_output.jsonl",
+)]
+SPLIT = {
+    "stats": ["stats", MANY[0], FILES[0], MANY[1], FILES[4], MANY[2]],
+    "replay": ["replay", MANY[0], FILES[0], MANY[1], MANY[2], "--compare", "preset:keep-recent-results"],
+    "diff": ["diff", "default", "preset:observation-masking", MANY[1], FILES[0], MANY[0]],
+}
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of about 40 messages: each file of MANY but the last splits into several."""
+    monkeypatch.setattr(batch, "CHUNK_MESSAGES", 40)
+
+
+@pytest.mark.parametrize("command", sorted(SPLIT))
+def test_files_of_many_conversations_spread_over_workers_print_the_same(capsys, tmp_path, small_chunks, command):
+    outputs = []
+    for jobs in ("1", "2", "3"):
+        table = tmp_path / f"rows-{jobs}.jsonl"
+        rc, out, err = run(capsys, *SPLIT[command], "--jobs", jobs, "--table", table)
+        assert rc == 0, err
+        outputs.append((out, err, table.read_text(encoding="utf-8")))
+        rc, out, err = run(capsys, *SPLIT[command], "--jobs", jobs, "--json")
+        assert rc == 0, err
+        outputs.append((out, err))
+    assert outputs[0::2] == [outputs[0]] * 3 and outputs[1::2] == [outputs[1]] * 3
+    names = [json.loads(line)["conversation"] for line in outputs[1][0].splitlines()]
+    expected = [conv.name for path in SPLIT[command] if path in MANY or path in FILES
+                for conv in read_conversations_from(str(path))]
+    assert list(dict.fromkeys(names)) == expected  # every conversation, in input order
+
+
+def test_stdin_among_files_is_read_by_the_command_and_spread_alike(capsys, monkeypatch, small_chunks):
+    data = MANY[1].read_bytes()
+    outputs = []
+    for jobs in ("1", "2"):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        rc, out, err = run(capsys, "stats", MANY[0], "-", FILES[0], "--jobs", jobs, "--json")
+        assert rc == 0, err
+        outputs.append(out)
+    names = [json.loads(line)["conversation"] for line in outputs[1].splitlines()]
+    assert outputs[0] == outputs[1] and names[20:120] == [f"<stdin>#{i}" for i in range(1, 101)]
+
+
+@dataclass(frozen=True)
+class Pids(batch.Task):
+    """Which process computed each conversation; the conversations named in ``fail`` fail."""
+
+    format: str | None = None
+    fail: tuple[str, ...] = ()
+
+    def compute(self, conversation, fmt=None):
+        if conversation.name in self.fail:
+            raise InputError(f"{conversation.name}: cannot compute")
+        return conversation.name, os.getpid()
+
+    def records(self, result):
+        return [{"conversation": result[0], "pid": result[1]}]
+
+
+def test_a_file_of_many_conversations_is_computed_by_every_process():
+    path = str(TRACES / "tau-bench" / "gpt-4o-airline.json")  # 200 conversations, 5,308 messages
+    result, = batch.run(Pids(), [path], jobs=2)
+    assert [name for name, _ in result.results] == [f"{path}#{i}" for i in range(1, 201)]
+    assert len({pid for _, pid in result.results}) == 2
+
+
+@pytest.mark.parametrize("fail", [("#1",), ("#93", "#57")])
+def test_a_conversation_that_fails_in_a_chunk_fails_its_file_as_with_one_process(small_chunks, fail):
+    paths = [str(p) for p in (MANY[1], FILES[0], MANY[0])]
+    task = Pids(fail=tuple(paths[0] + name for name in fail))
+    alone, spread = (list(batch.run(task, paths, jobs=jobs)) for jobs in (1, 2))
+    assert [(r.path, str(r.error), r.warnings, [name for name, _ in r.results]) for r in spread] == \
+        [(r.path, str(r.error), r.warnings, [name for name, _ in r.results]) for r in alone]
+    assert str(spread[0].error) == f"{paths[0]}{min(fail)}: cannot compute" and spread[0].results == ()
+    assert len(spread[2].results) == 20
+
+
+def test_warnings_and_errors_of_split_files_are_printed_as_with_one_process(capsys, tmp_path, small_chunks):
+    messages = json.loads((TRACES / "claude-code" / "agent-a7be2f0.messages.json").read_text(encoding="utf-8"))
+    bodies = tmp_path / "bodies.jsonl"  # 6 Anthropic request bodies: a warning each with --format openai
+    bodies.write_text("".join(json.dumps({"model": "m", "messages": messages}) + "\n" for _ in range(6)),
+                      encoding="utf-8")
+    paths = [MANY[1], bodies, FILES[4], MANY[0], FILES[0]]
+    for forced, lines in (("openai", 8), ("anthropic", 2)):  # 7 warnings and an error; 2 errors
+        results = [run(capsys, "stats", *paths, "--format", forced, "--jobs", jobs) for jobs in ("1", "2")]
+        assert results[0] == results[1]
+        assert results[0][2].count("the content looks like") == lines
+
+
 @pytest.mark.parametrize("jobs", ["0", "-1", "two"])
 def test_jobs_must_be_a_positive_number(capsys, jobs):
     rc, out, err = run(capsys, "stats", FILES[0], "--jobs", jobs)
@@ -248,7 +345,7 @@ def test_scheduler_that_cannot_be_reached_is_one_error_line(capsys, monkeypatch)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_stops_the_workers(sig):
     files = sorted(str(p) for p in TRACES.rglob("*.json*"))
-    proc = subprocess.Popen([sys.executable, "-m", "rules_compact", "replay", *files, "--jobs", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "rules_compact", "replay", *files, "--jobs", "3"],  # 2 workers
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     workers: list[str] = []

@@ -1,9 +1,10 @@
 """``stats``, ``replay``, ``diff``: what rule sets do over conversations (files, folders, globs).
 
 Each expands its inputs as a ``Corpus`` and computes one row per conversation
-(:mod:`rules_compact.rows`) through :func:`rules_compact.batch.run`: on ``--jobs`` worker
-processes or a Dask ``--scheduler``, each file read by the worker that handles it, the results
-in input order (a bad file is reported and skipped; the exit code is 2 when any was).
+(:mod:`rules_compact.rows`) through :func:`rules_compact.batch.run`: on ``--jobs`` processes
+(this one and workers; a file of many conversations spread over them in chunks) or a Dask
+``--scheduler``, the results in input order (a bad file is reported and skipped; the exit code
+is 2 when any was).
 ``--json`` prints the rows as JSON Lines, ``--table`` writes them to a file; otherwise they
 become a table."""
 
@@ -71,7 +72,8 @@ def register(add) -> None:
 
 def add_batch_options(p) -> None:
     p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                   help=f"worker processes (default: the cores, here {default_jobs()}); the output is the same")
+                   help=f"processes that compute, this one and N-1 workers (default: the cores, here "
+                        f"{default_jobs()}); the output is the same")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="compute on a Dask cluster, such as tcp://HOST:8786 (needs rules-compact[dask]); "
                         "its workers read the inputs at the paths given")
