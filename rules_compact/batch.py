@@ -124,7 +124,8 @@ def read_file(path: str, forced: str | None, warn: Callable[[str], None]) -> lis
             try:  # one error line: the API would reject the messages in the forced format
                 FORMATS[fmt].check(conv.messages)
             except InputError as error:
-                raise InputError(f"{error}; the content looks like {conv.format} (--format {conv.format})") from None
+                raise InputError(f"{conv.name}: {error}; the content looks like {conv.format} "
+                                 f"(--format {conv.format})") from None
             found = len(FORMATS[fmt].items(conv.messages))
             detected = len(FORMATS[conv.format].items(conv.messages))
             if found < detected:

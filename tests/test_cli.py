@@ -836,7 +836,8 @@ def test_forced_format_that_finds_fewer_items_warns(work, capsys, responses):
     rc, out, err = run(capsys, "apply", "r.json", "--format", "anthropic", "-o", "out.json")
     # Anthropic would reject Responses items: one error line, with the format the content looks like
     message = assert_user_error(rc, out, err, 2)
-    assert message.endswith("; the content looks like responses (--format responses)"), message
+    assert message.startswith("rules-compact: error: r.json: message ") and message.endswith(
+        "; the content looks like responses (--format responses)"), message  # located: the file, the message
     assert not (work / "out.json").exists()
     rc, out, err = run(capsys, "explain", "anthropic.json", "--format", "openai")
     assert rc == 0, err
