@@ -15,7 +15,7 @@ def compile_placeholder(options, ctx, path) -> Action:
 
     chosen: dict = {}  # tool name -> (its spec, its template, the text when it reads only the name)
     owner: list = [None]  # what of the rule set ``chosen`` was filled from
-    rendered: dict = {}  # id(text) -> (text, template, call, outcome): a text's render, kept across calls
+    rendered: dict = {}  # id(text) -> (what the render read, its outcome), kept across calls
 
     def choose(facts, name):
         spec = facts.tool_spec(name)
@@ -74,13 +74,12 @@ def compile_placeholder(options, ctx, path) -> Action:
                         set_text_at(index, new, as_string)
                     continue
             if fixed is None:
+                key = (current, template, link, name, call_ids[index])  # what the render reads
                 known = rendered.get(id(current))
-                if known is None or known[0] is not current or known[1] is not template or known[2] is not link \
-                        or known[3] != (name, call_ids[index]):
-                    known = rendered[id(current)] = (current, template, link, (name, call_ids[index]),
-                                                     _render(template, values or Variables(
-                                                         current, name, call_ids[index], estimate, link), estimate))
-                new, note = known[4]
+                if known is None or any(a is not b for a, b in zip(known[0], key)):
+                    values = values or Variables(current, name, call_ids[index], estimate, link)
+                    known = rendered[id(current)] = (key, _render(template, values, estimate))
+                new, note = known[1]
                 if note is not None:
                     notes[index] = note
                     continue
