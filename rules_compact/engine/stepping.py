@@ -77,6 +77,7 @@ class Walk:
     rents: tuple[float, ...]
     decided: list | None  # None: to be compacted again
     through: list | None
+    candidate: _Candidate | None = None  # the latest step boundary beyond the last boundary, when one was met
 
     @property
     def boundary(self) -> int:
@@ -91,8 +92,9 @@ class Walk:
         if not kept:
             return None
         same = self.boundaries[kept - 1] == self.boundary
+        candidate = self.candidate if same and self.candidate is not None and self.candidate.boundary <= end else None
         return Walk(self.ends[:kept], self.boundaries[:kept], self.rents[:kept],
-                    self.decided if same else None, self.through if same else None)
+                    self.decided if same else None, self.through if same else None, candidate)
 
 
 @dataclass
@@ -143,7 +145,7 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
         decided = prefix_of(j)
     through = resume.through if resume and resume.through is not None else tokens_through(decided)
     previous = ends[-1] if ends else None
-    candidate: _Candidate | None = None
+    candidate = resume.candidate if resume else None
     starts = fmt.response_starts(messages)
     for end in [*starts[bisect_right(starts, previous) if previous is not None else 0:], len(messages)]:
         if previous is not None and end <= previous:
@@ -175,7 +177,7 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
         boundaries.append(j)
         rents.append(rent)
         previous = end
-    return Walk(tuple(ends), tuple(boundaries), tuple(rents), decided, through)
+    return Walk(tuple(ends), tuple(boundaries), tuple(rents), decided, through, candidate)
 
 
 def _first_change(decided: list, moved: list, messages: list, boundary: int, limit: int) -> int:

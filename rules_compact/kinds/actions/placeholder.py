@@ -15,7 +15,7 @@ def compile_placeholder(options, ctx, path) -> Action:
 
     chosen: dict = {}  # tool name -> (its spec, its template, the text when it reads only the name)
     owner: list = [None]  # what of the rule set ``chosen`` was filled from
-    rendered: dict = {}  # id(text) -> (what the render read, its outcome), kept across calls
+    rendered: dict = {}  # id(text) -> (what the render read, its outcome), kept across calls (equal reads: the same outcome)
 
     def choose(facts, name):
         spec = facts.tool_spec(name)
@@ -76,7 +76,7 @@ def compile_placeholder(options, ctx, path) -> Action:
             if fixed is None:
                 key = (current, template, link, name, call_ids[index])  # what the render reads
                 known = rendered.get(id(current))
-                if known is None or any(a is not b for a, b in zip(known[0], key)):
+                if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
                     values = values or Variables(current, name, call_ids[index], estimate, link)
                     known = rendered[id(current)] = (key, _render(template, values, estimate))
                 new, note = known[1]
