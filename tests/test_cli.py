@@ -357,7 +357,7 @@ def test_format_forcing(work, capsys, source, detected, forced):
     if (source, forced) == ("coding.json", "anthropic"):  # OpenAI tool messages are no Anthropic messages
         before = snapshot(work)
         rc, out, err = run(capsys, "apply", source, "--format", forced)
-        assert_user_error(rc, out, err, 2, prefix="message 3: unknown role 'tool'; allowed: user, assistant, system")
+        assert_user_error(rc, out, err, 2, prefix="coding.json: message 3: unknown role 'tool'; allowed: user, assistant, system")
         assert snapshot(work) == before
         return
     rc, out, err = run(capsys, "apply", source, "--report", "r.json")
