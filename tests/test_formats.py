@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -107,3 +109,26 @@ def test_json_written_in_pieces_is_the_same_text(data):
     from rules_compact.jsontext import dumps, dumps_pieces
 
     assert "".join(dumps_pieces(data)) == dumps(data)
+
+
+def test_responses_invariants_accept_shortened_call_arguments():
+    """clear-inputs longer_than shortens a custom tool call's long input and a function call's
+    long JSON values: the invariants of the format take those (found by the thorough profile)."""
+    from rules_compact import parse_rules
+    from rules_compact.testing import check_invariants
+
+    long = "x" * 500
+    messages = [{"role": "user", "content": [{"type": "input_text", "text": "go"}]},
+                {"type": "custom_tool_call", "id": "ctc_0", "call_id": "call_0", "name": "apply_patch", "input": long},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write",
+                 "arguments": json.dumps({"path": "a.py", "body": long})},
+                {"type": "custom_tool_call_output", "call_id": "call_0", "output": "done"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "written"},
+                {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "ls", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_2", "output": "a.py"},  # the last: its breakpoint's
+                {"role": "user", "content": "ok"}]
+    from rules_compact.engine.interpreter import content_rules
+    rules = content_rules(parse_rules("version: 1\nname: gen\nextends: default\nremove_rules: [keep-recent]\n"))
+    out = check_invariants(messages, rules, "responses").messages
+    assert out[1]["input"] == "[1 lines cleared]"
+    assert json.loads(out[2]["arguments"]) == {"path": "a.py", "body": "[1 lines cleared]"}

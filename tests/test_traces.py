@@ -23,6 +23,7 @@ import yaml
 from rules_compact.testing import check_invariants
 from rules_compact import compact, load_rules, parse_rules
 from rules_compact.formats import FORMATS
+from rules_compact.formats.base import is_shortened
 from rules_compact.readers import read_conversations
 from rules_compact.resources import bundled_rules
 from rules_compact.engine.facts import Facts as View
@@ -278,20 +279,6 @@ def _same(a, b) -> bool:
     return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
 
 
-def _shortened(before, after) -> bool:
-    """Whether ``after`` is ``before`` with some string values over 200 characters (at any depth)
-    replaced by "[N lines cleared]" (clear-inputs longer_than: 200), and nothing else changed."""
-    if isinstance(before, str) and isinstance(after, str) and before != after:
-        if before.lstrip().startswith(("{", "[")):
-            return _shortened(json.loads(before), json.loads(after))
-        return len(before) > 200 and after == f"[{len(before.splitlines()) or 1} lines cleared]"
-    if isinstance(before, dict) and isinstance(after, dict):
-        return before.keys() == after.keys() and all(_shortened(before[k], after[k]) for k in before)
-    if isinstance(before, list) and isinstance(after, list):
-        return len(before) == len(after) and all(_shortened(a, b) for a, b in zip(before, after))
-    return before == after
-
-
 def _check_user_facts(path: Path, ruleset, errors) -> None:
     """What the default's content rules (the default without its pay-back step, so that short
     traces are compacted too) do to a real trace, as a user would check it."""
@@ -324,7 +311,7 @@ def _check_user_facts(path: Path, ruleset, errors) -> None:
     # argument values over 200 characters of old calls are shortened
     before_args, after_args = _args(messages, fmt), _args(out, fmt)
     assert len(before_args) == len(after_args)
-    assert all(_shortened(a, b) for a, b in zip(before_args, after_args))
+    assert all(is_shortened(a, b, 200) for a, b in zip(before_args, after_args))
     for before, now in zip(messages, out):
         if before["role"] == "assistant" and fmt == "openai":
             assert [(c["id"], c["function"]["name"]) for c in now.get("tool_calls") or []] == \

@@ -243,6 +243,35 @@ def shorten_values(value: Any, longer_than: int) -> Any:
     return value
 
 
+#: The least ``longer_than`` of clear-inputs: shorter strings are never shortened.
+SHORTEST_CLEARED = 40
+
+
+def is_shortened(before: Any, after: Any, longer_than: int = SHORTEST_CLEARED) -> bool:
+    """Whether ``after`` is ``before`` (call arguments: a value, or JSON text of one) with some
+    strings over ``longer_than`` characters replaced as ``shorten_values`` replaces them, and
+    nothing else changed."""
+    if isinstance(before, str) and isinstance(after, str) and before != after:
+        decoded = _json_container(before)
+        if decoded is not None:
+            return is_shortened(decoded, _json_container(after), longer_than)
+        return len(before) > longer_than and after == f"[{len(before.splitlines())} lines cleared]"
+    if isinstance(before, dict) and isinstance(after, dict):
+        return before.keys() == after.keys() and all(is_shortened(before[k], after[k], longer_than) for k in before)
+    if isinstance(before, list) and isinstance(after, list):
+        return len(before) == len(after) and all(is_shortened(a, b, longer_than) for a, b in zip(before, after))
+    return before == after
+
+
+def _json_container(text: str) -> Any:
+    """A JSON object or array decoded from ``text``, else None."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, (dict, list)) else None
+
+
 def shorten_json(text: Any, longer_than: int) -> Any:
     """JSON ``arguments`` text with its long string values shortened (``shorten_values``); text
     that does not decode as a JSON object or array is shortened as one string."""

@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .base import Format, KeepText, Scan, dumps_args, json_kind, shorten_json, shorten_values
+from .base import Format, KeepText, Scan, dumps_args, is_shortened, json_kind, shorten_json, shorten_values
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -386,8 +386,8 @@ def _without(d: dict, keys: Iterable[str]) -> dict:
 
 def check_item_invariants(before: Any, after: Any, i: int) -> None:
     """Assert what compaction may change in one Responses item: a result's ``output``, an
-    assistant message's ``content`` (never emptied), a call's arguments (to the blank value
-    only); reasoning and every other item and field stay identical."""
+    assistant message's ``content`` (never emptied), a call's arguments (to the blank value,
+    or their long string values shortened); reasoning and every other item and field stay identical."""
     if not isinstance(before, dict) or before is after:
         assert before == after, f"item {i} changed"
         return
@@ -399,8 +399,9 @@ def check_item_invariants(before: Any, after: Any, i: int) -> None:
     elif kind == "call":
         key = CALL_TYPES[before["type"]]
         assert _without(before, {key}) == _without(after, {key}), f"item {i}: a call's name or ids changed"
-        assert after.get(key) in (before.get(key), CLEARED_INPUT.get(before["type"], before.get(key))), \
-            f"item {i}: a call's arguments changed to something other than the blank value"
+        was, now = before.get(key), after.get(key)
+        assert now == CLEARED_INPUT.get(before["type"], was) or is_shortened(was, now), \
+            f"item {i}: a call's arguments changed to something other than the blank value or their long values shortened"
     elif _is_assistant(before):
         assert _without(before, {"content"}) == _without(after, {"content"}), f"item {i}: a message's fields changed"
         assert content_text(after.get("content")), f"item {i}: an assistant message was emptied"

@@ -3,6 +3,7 @@ their long values only (``longer_than``)."""
 
 from __future__ import annotations
 
+from ...formats.base import SHORTEST_CLEARED
 from ..base import Action, ActionKind
 
 
@@ -26,7 +27,7 @@ def compile_clear_inputs(options, ctx, path) -> Action:
     return Action("clear-inputs", run=clear_inputs, kind=KIND)
 
 SCHEMA = {'type': ['null', 'object'], 'additionalProperties': False,
-          'properties': {'longer_than': {'type': 'integer', 'minimum': 40, 'maximum': 1000000,
+          'properties': {'longer_than': {'type': 'integer', 'minimum': SHORTEST_CLEARED, 'maximum': 1000000,
                                          'description': 'Replace only the string values (at any depth) over this '
                                                         'many characters, each by "[N lines cleared]"; shorter '
                                                         'values, such as a path or a command, stay.'}}}
