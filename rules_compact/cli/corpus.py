@@ -126,16 +126,22 @@ def _size(path: str) -> int:
         return 0
 
 
-def cmd_stats(args) -> int:
-    plugin_failures(args)
-    task = Stats.of(args.rules or ["default"], args.format)
-    corpus = Corpus(args.inputs)
-    rows: list[StatsRow] = []
+def _rows(args, task, corpus: Corpus) -> list:
+    """Every conversation's row, in input order; with ``--json`` each printed as it comes."""
+    rows = []
     for result in _results(args, task, corpus):
         for row in result.results:
             rows.append(row)
             if args.json:
                 print_json_line(row.to_dict())
+    return rows
+
+
+def cmd_stats(args) -> int:
+    plugin_failures(args)
+    task = Stats.of(args.rules or ["default"], args.format)
+    corpus = Corpus(args.inputs)
+    rows: list[StatsRow] = _rows(args, task, corpus)
     if not args.json and rows:
         print(table([("conversation", "messages", "tool results", "tokens before", "tokens after", "saved",
                       "saved by rule")] + [_stats_cells(r) for r in rows + [stats_total(rows)]],
@@ -216,12 +222,7 @@ def cmd_diff(args) -> int:
     plugin_failures(args)
     task = Diff.of(args.old, args.new, args.price, args.format)
     corpus = Corpus(args.inputs)
-    rows: list[DiffRow] = []
-    for result in _results(args, task, corpus):
-        for row in result.results:
-            rows.append(row)
-            if args.json:
-                print_json_line(row.to_dict())
+    rows: list[DiffRow] = _rows(args, task, corpus)
     if not args.json and corpus.files:
         print("\n".join(_diff_text(args, rows)))
     changed = any(row.changes for row in rows)

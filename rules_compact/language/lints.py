@@ -110,18 +110,23 @@ def action_never_applies(f: LintedFile) -> Iterator[Lint]:
                                f"reaches only {_what(reached)}{why}", "action-never-applies")
 
 
-def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
-    """``(path, kind, options)`` of every matcher inside ``spec`` whose options hold bounds."""
+def matcher_entries(spec: Any, path: str) -> Iterator[tuple[str, str, Any]]:
+    """``(path, key, value)`` of every mapping entry at any depth of a matcher spec, outer first."""
     if isinstance(spec, list):
         for i, sub in enumerate(spec):
-            yield from bounded_matchers(sub, join_path(path, i))
+            yield from matcher_entries(sub, join_path(path, i))
     elif isinstance(spec, dict):
         for key, value in spec.items():
             sub = join_path(path, key)
-            if isinstance(value, dict) and any(k in value for k in BOUND_KEYS):
-                yield sub, key, value
-            if isinstance(value, (dict, list)):
-                yield from bounded_matchers(value, sub)
+            yield sub, key, value
+            yield from matcher_entries(value, sub)
+
+
+def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
+    """``(path, kind, options)`` of every matcher inside ``spec`` whose options hold bounds."""
+    for sub, key, value in matcher_entries(spec, path):
+        if isinstance(value, dict) and any(k in value for k in BOUND_KEYS):
+            yield sub, key, value
 
 
 def empty_range(f: LintedFile) -> Iterator[Lint]:
@@ -159,18 +164,11 @@ def _tool_names(f: LintedFile) -> Iterator[tuple[str, str, str]]:
         yield join_path("tools", name), str(name), "tools:"
 
     def walk(spec: Any, path: str) -> Iterator[tuple[str, str, str]]:
-        if isinstance(spec, list):
-            for i, sub in enumerate(spec):
-                yield from walk(sub, join_path(path, i))
-        elif isinstance(spec, dict):
-            for key, value in spec.items():
-                sub = join_path(path, key)
-                if key == "tool" and isinstance(value, (str, list)):
-                    for i, pattern in enumerate([value] if isinstance(value, str) else value):
-                        if isinstance(pattern, str):
-                            yield (sub if isinstance(value, str) else join_path(sub, i)), pattern, "tool:"
-                elif isinstance(value, (dict, list)):
-                    yield from walk(value, sub)
+        for sub, key, value in matcher_entries(spec, path):
+            if key == "tool" and isinstance(value, (str, list)):
+                for i, pattern in enumerate([value] if isinstance(value, str) else value):
+                    if isinstance(pattern, str):
+                        yield (sub if isinstance(value, str) else join_path(sub, i)), pattern, "tool:"
 
     for path, raw, _ in f.own_rules():
         yield from walk(raw.get("match"), f"{path}.match")
