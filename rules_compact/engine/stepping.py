@@ -123,18 +123,7 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
     def latest(count: int) -> int:
         return _reached(step, count) if through_units is None else _boundary_in(step, through_units, count)
 
-    known: dict[int, tuple[object, int]] = {}  # id -> (compacted message, its tokens)
-
-    def size(i: int, m) -> int:
-        if m is messages[i]:
-            return tokens[i]
-        found = known.get(id(m))
-        if found is None or found[0] is not m:
-            found = known[id(m)] = (m, size_of(m))
-        return found[1]
-
-    def tokens_through(compacted: list) -> list:
-        return [0, *accumulate(size(i, m) for i, m in enumerate(compacted))]
+    tokens_through = _Sizes(messages, tokens, size_of).through
 
     ends, boundaries, rents = (list(resume.ends), list(resume.boundaries), list(resume.rents)) if resume \
         else ([], [], [])
@@ -156,16 +145,9 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
                 moved = prefix_of(target)
                 candidate = _Candidate(target, moved, tokens_through(moved),
                                        _first_change(decided, moved, messages, j, target))
-            here = through[-1]
-            saving = here + raw[target] - raw[j] - candidate.through[-1]
+            saving = through[-1] + raw[target] - raw[j] - candidate.through[-1]
             if saving > 0:
-                if previous is None:
-                    extra = -ratio * saving
-                else:
-                    first = min(candidate.first, previous)
-                    held = here + raw[previous] - raw[j]  # the previous prompt, all cached when staying
-                    kept = through[first] if first <= j else here + raw[first] - raw[j]
-                    extra = (ratio - 1) * (held - kept) - ratio * saving
+                extra = _extra_cost(ratio, saving, previous, candidate.first, j, through, raw)
                 go = extra <= 0
                 if not go:
                     rent += saving
@@ -178,6 +160,41 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
         rents.append(rent)
         previous = end
     return Walk(tuple(ends), tuple(boundaries), tuple(rents), decided, through, candidate)
+
+
+class _Sizes:
+    """Tokens of compacted messages: a message as it was has its measured tokens, a changed one
+    is estimated once (the walk's prefixes share their settled messages)."""
+
+    def __init__(self, messages: list, tokens: Sequence[int], size_of: Callable[[object], int]):
+        self.messages, self.tokens, self.size_of = messages, tokens, size_of
+        self.known: dict[int, tuple[object, int]] = {}  # id -> (compacted message, its tokens)
+
+    def of(self, i: int, m) -> int:
+        if m is self.messages[i]:
+            return self.tokens[i]
+        found = self.known.get(id(m))
+        if found is None or found[0] is not m:
+            found = self.known[id(m)] = (m, self.size_of(m))
+        return found[1]
+
+    def through(self, compacted: list) -> list:
+        """The tokens of ``compacted[:i]`` for every i."""
+        return [0, *accumulate(self.of(i, m) for i, m in enumerate(compacted))]
+
+
+def _extra_cost(ratio: float, saving: int, previous: int | None, first: int, boundary: int, through: list,
+                raw: list) -> float:
+    """What moving costs more than staying, in cached-token prices: the previous round's prompt
+    from the move's first change on, written anew at ``ratio - 1`` a token, less ``ratio`` x the
+    saving (before the first round nothing is cached, so a move only saves)."""
+    if previous is None:
+        return -ratio * saving
+    first = min(first, previous)
+    here = through[-1]
+    held = here + raw[previous] - raw[boundary]  # the previous prompt, all cached when staying
+    kept = through[first] if first <= boundary else here + raw[first] - raw[boundary]
+    return (ratio - 1) * (held - kept) - ratio * saving
 
 
 def _first_change(decided: list, moved: list, messages: list, boundary: int, limit: int) -> int:
