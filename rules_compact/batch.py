@@ -36,13 +36,12 @@ import os
 import pickle
 import signal
 import sys
-import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from queue import SimpleQueue
+from functools import partial
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .documents import conversations_in, dump_json_line, read_conversations_from, write_atomic
@@ -287,15 +286,18 @@ CHUNK_MESSAGES = 500
 
 @dataclass(frozen=True)
 class _Split:
-    """A file read but not computed: its warnings and its conversations in chunks, each pickled
-    (a list of (Conversation, format)) to travel to a worker as bytes."""
+    """A file read and split: its warnings, the results of its first chunk when the reader
+    computed it, and its other conversations in chunks, each pickled (a list of
+    (Conversation, format)) to travel to a worker as bytes."""
 
     path: str
     warnings: tuple[str, ...]
+    first: FileResult | None
     chunks: tuple[bytes, ...]
 
     def joined(self, parts: Sequence[FileResult]) -> FileResult:
         """The file's result from its chunks' (in order): what :func:`read_results` gives."""
+        parts = [self.first, *parts] if self.first is not None else parts
         error = next((part.error for part in parts if part.error is not None), None)
         if error is not None:
             return FileResult(self.path, (), self.warnings, error)
@@ -315,8 +317,9 @@ def _chunks(found: list[tuple[Conversation, str]]) -> list[list[tuple[Conversati
     return chunks
 
 
-def _read_or_split(task: Task, path: str) -> FileResult | _Split:
-    """A file's result, or when it splits in chunks, its :class:`_Split`; a bad file's error returned."""
+def _read_or_split(task: Task, path: str, compute_first: bool = True) -> FileResult | _Split:
+    """A file's result, or when it splits in chunks, its :class:`_Split` (with the first chunk
+    computed: a worker that read a file has it at hand); a bad file's error returned."""
     warnings: list[str] = []
     try:
         found = read_file(path, task.format, warnings.append)
@@ -325,7 +328,8 @@ def _read_or_split(task: Task, path: str) -> FileResult | _Split:
     chunks = _chunks(found)
     if len(chunks) == 1:
         return _computed(task, path, found, tuple(warnings))
-    return _Split(path, tuple(warnings), tuple(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL) for chunk in chunks))
+    first = _computed(task, "", chunks.pop(0), ()) if compute_first else None
+    return _Split(path, tuple(warnings), first, tuple(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL) for chunk in chunks))
 
 
 def default_jobs() -> int:
@@ -337,11 +341,11 @@ def run(task: Task, paths: Sequence[str], jobs: int | None = None, scheduler: st
         refuse: Callable[[str], str | None] | None = None) -> Iterator[FileResult]:
     """Each file's :class:`FileResult`, in the order of ``paths`` (``-``: stdin, read here).
 
-    ``jobs``: processes that compute, this one included (default: the cores; 1: this one
-    alone).  Each file is read by one of them (stdin, or a single file, by this one), a few
-    per process ahead, so no process holds more than the files it works on; a file of more
-    than CHUNK_MESSAGES messages in several conversations is split into chunks of whole
-    conversations, which all of them compute.  ``scheduler``: a Dask scheduler's address (the
+    ``jobs``: worker processes (default: the cores; 1: this process computes, no worker).
+    Each file is read by one of them (stdin by this process), a few per worker ahead, so no
+    process holds more than the files it works on; a file of more than CHUNK_MESSAGES messages
+    in several conversations is split into chunks of whole conversations, which all of them
+    compute.  ``scheduler``: a Dask scheduler's address (the
     ``dask`` extra; there a file is the unit of work, read by the worker that computes it from
     the path as given, so give paths its workers can see); ``refuse``: a reason not to read a
     path (a glob that matched nothing), then that path's InputError.  Closing the iterator (or
@@ -351,7 +355,7 @@ def run(task: Task, paths: Sequence[str], jobs: int | None = None, scheduler: st
     jobs = jobs or default_jobs()
     if jobs <= 1:
         return (_here(task, path, refuse, read_results).result() for path in paths)
-    return _Workers(task, jobs, refuse, len(paths) == 1).results(paths)
+    return _Workers(task, jobs, refuse).results(paths)
 
 
 def _here(task: Task, path: str, refuse, read: Callable[[Task, str], object]) -> Future:
@@ -405,12 +409,8 @@ def _worker_read(path: str) -> FileResult | _Split:
 
 
 def _worker_chunk(chunk: bytes) -> FileResult:
-    return _chunk_results(_TASK, chunk)
-
-
-def _chunk_results(task: Task, chunk: bytes) -> FileResult:
     """A chunk's results (as a FileResult without path or warnings: the file's are in its _Split)."""
-    return _computed(task, "", pickle.loads(chunk), ())
+    return _computed(_TASK, "", pickle.loads(chunk), ())
 
 
 def _done(result) -> Future:
@@ -446,66 +446,32 @@ class _File:
         return self.split.joined([part.result() for part in self.parts])
 
 
-class _Local:
-    """This process as one more worker: a daemon thread that computes the pieces it is given, in
-    order (``work(task, argument)``), with the package imported and the rules compiled."""
-
-    def __init__(self, task: Task):
-        self.task = task
-        self.queue: SimpleQueue = SimpleQueue()
-        self.thread: threading.Thread | None = None
-
-    def submit(self, work: Callable, argument) -> Future:
-        if self.thread is None:
-            self.thread = threading.Thread(target=self._serve, name="rules-compact-local", daemon=True)
-            self.thread.start()
-        future: Future = Future()
-        self.queue.put((future, work, argument))
-        return future
-
-    def _serve(self) -> None:
-        while (piece := self.queue.get()) is not None:
-            future, work, argument = piece
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(work(self.task, argument))
-                except BaseException as exc:  # for the caller, who waits on the future
-                    future.set_exception(exc)
-
-    def stop(self) -> None:
-        """End the thread once its current piece is done (pieces not started: cancel their futures first)."""
-        if self.thread is not None:
-            self.queue.put(None)
-
-
 class _Workers:
-    """:func:`run` on ``jobs`` processes, this one and ``jobs - 1`` workers: each file read by one
-    of them, the chunks of a file that splits computed by all (before any further file), the
-    results in input order.
+    """:func:`run` on ``jobs`` worker processes: each file read by one of them, the chunks of a
+    file that splits computed by all (before any further file), the results in input order.
 
-    This process computes in a thread (:class:`_Local`, no start cost) while its main thread
-    hands out the pieces of work: one running and one waiting per process, so none idles, the
-    workers forked (at the first piece, before the thread starts) with the rules compiled.  At
-    most ``2 * jobs`` files are in flight; this process holds the pickled chunks of the split
-    ones among them and the files it reads itself."""
+    This process computes nothing: it reads only what a worker cannot (stdin) and hands out the
+    pieces of work, one running and one waiting per worker so that none idles (a thread of
+    this process computing beside them cost a fifth more CPU: the two threads share one
+    interpreter lock).  The workers are forked at the first piece, with the rules compiled.
+    At most ``2 * jobs`` files are in flight; this process holds the pickled chunks of the
+    split ones among them and the file it reads itself."""
 
-    def __init__(self, task: Task, jobs: int, refuse, alone: bool):
-        self.task, self.refuse, self.alone = task, refuse, alone  # alone: one file, read here
-        self.workers, self.window = jobs - 1, 2 * jobs
+    def __init__(self, task: Task, jobs: int, refuse):
+        self.task, self.refuse = task, refuse
+        self.jobs, self.window = jobs, 2 * jobs
         self.pool: ProcessPoolExecutor | None = None
-        self.local = _Local(task)
         self.files: deque[_File] = deque()  # in input order, until yielded
         self.chunks: deque[tuple[_File, bytes]] = deque()  # to compute, in order, before the next file
-        self.running: dict[Future, tuple[bool, _File | None]] = {}  # (computed here, the file it reads)
+        self.running: dict[Future, _File | None] = {}  # a piece of work, and the file it reads
 
     def results(self, paths: Sequence[str]) -> Iterator[FileResult]:
         before = {child.pid for child in multiprocessing.active_children()}
         ahead = iter(paths)
         try:
             while True:
-                for here, room in ((False, self.workers + 1), (True, 2)):  # the pool first: it forks
-                    while sum(h == here for h, _ in self.running.values()) < room and self._take(ahead, here):
-                        pass
+                while len(self.running) < 2 * self.jobs and self._take(ahead):
+                    pass
                 if not self.files:
                     break
                 if self.files[0].finished():
@@ -521,49 +487,41 @@ class _Workers:
         except BaseException:  # an interrupt, or the caller closed the iterator: stop now, not after the work
             self._stop(before)
             raise
-        self.local.stop()
         if self.pool is not None:
             self.pool.shutdown()
 
-    def _take(self, ahead: Iterator[str], here: bool) -> bool:
+    def _take(self, ahead: Iterator[str]) -> bool:
         """Start the next piece of work, a queued chunk or else the next file (within the
-        window), on a worker or ``here``; False when there is none."""
+        window); False when there is none."""
         if self.chunks:
             file, chunk = self.chunks.popleft()
-            file.parts.append(self._submit(here, _chunk_results if here else _worker_chunk, chunk))
+            file.parts.append(self._submit(_worker_chunk, chunk))
             return True
         path = next(ahead, None) if len(self.files) < self.window else None
         if path is None:
             return False
-        refused = self.refuse is not None and self.refuse(path)
-        in_process = self.alone or path == "-"  # read by this process
-        if refused or (in_process and self.local.thread is None):  # by its main thread: nothing computes beside
-            file = _File(path, _here(self.task, path, self.refuse, _read_or_split))
+        if path == "-" or (self.refuse is not None and self.refuse(path)):  # read here, computed by the workers
+            file = _File(path, _here(self.task, path, self.refuse, partial(_read_or_split, compute_first=False)))
             self._open(file)
         else:
-            here = here or in_process
-            read = self._submit(here, _read_or_split if here else _worker_read, path)
-            file = _File(path, read)
-            self.running[read] = (here, file)
+            file = _File(path, self._submit(_worker_read, path))
+            self.running[file.read] = file
         self.files.append(file)
         return True
 
-    def _submit(self, here: bool, work: Callable, argument) -> Future:
-        if here:
-            future = self.local.submit(work, argument)
-        else:
-            if self.pool is None:
-                self.pool = ProcessPoolExecutor(self.workers, mp_context=_start_method(), initializer=_start_worker,
-                                                initargs=(self.task,))
-            future = self.pool.submit(work, argument)
-        self.running[future] = (here, None)
+    def _submit(self, work: Callable, argument) -> Future:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(self.jobs, mp_context=_start_method(), initializer=_start_worker,
+                                            initargs=(self.task,))
+        future = self.pool.submit(work, argument)
+        self.running[future] = None
         return future
 
     def _collect(self) -> None:
         """Wait for pieces to be done; queue the chunks of the files that split."""
         done, _ = wait(self.running, return_when=FIRST_COMPLETED)
         for future in done:
-            _, file = self.running.pop(future)
+            file = self.running.pop(future)
             if file is not None:
                 self._open(file)
 
@@ -578,7 +536,6 @@ class _Workers:
     def _stop(self, before: set) -> None:
         for future in self.running:
             future.cancel()
-        self.local.stop()
         if self.pool is None:
             return
         self.pool.shutdown(wait=False, cancel_futures=True)

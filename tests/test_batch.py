@@ -345,7 +345,7 @@ def test_scheduler_that_cannot_be_reached_is_one_error_line(capsys, monkeypatch)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_stops_the_workers(sig):
     files = sorted(str(p) for p in TRACES.rglob("*.json*"))
-    proc = subprocess.Popen([sys.executable, "-m", "rules_compact", "replay", *files, "--jobs", "3"],  # 2 workers
+    proc = subprocess.Popen([sys.executable, "-m", "rules_compact", "replay", *files, "--jobs", "2"],  # 2 workers
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     workers: list[str] = []

@@ -72,8 +72,8 @@ def register(add) -> None:
 
 def add_batch_options(p) -> None:
     p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                   help=f"processes that compute, this one and N-1 workers (default: the cores, here "
-                        f"{default_jobs()}); the output is the same")
+                   help=f"worker processes (default: the cores, here {default_jobs()}; 1: none, this one "
+                        f"computes); the output is the same")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="compute on a Dask cluster, such as tcp://HOST:8786 (needs rules-compact[dask]); "
                         "its workers read the inputs at the paths given")
