@@ -17,7 +17,11 @@ peak memory of a worker, with the issue-17 targets.
 
 The load average is printed before and after, and a control: the speed-up 2 processes get on a
 pure-Python busy loop. On a shared machine the ratios only mean something when the control is
-near 2.
+near 2.  Beside each command, a second control: two ``--jobs 1`` runs at once, each in a
+process of its own (forked, nothing shared or sent), as twice the work: the speed-up two
+independent processes get on this very work, the ceiling for ``--jobs 2`` (below 2 when the
+two cores slow each other down, through the caches and memory they share, or when the
+forked processes fault in their memory).
 
 Usage:
     python3 bench/corpus.py               # about a minute on 2 cores
@@ -115,6 +119,24 @@ def control_speedup() -> float:
     return serial / parallel
 
 
+def _quiet(argv: list[str]) -> None:
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        cli(argv)
+
+
+def pair_seconds(argv: list[str]) -> float:
+    """Wall-clock seconds of two runs of the command at once, each alone in a process forked
+    from this one: no work shared, nothing sent between them."""
+    context = multiprocessing.get_context("fork")
+    started = time.perf_counter()
+    runs = [context.Process(target=_quiet, args=(argv,)) for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    return time.perf_counter() - started
+
+
 def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -135,19 +157,22 @@ def main(argv=None) -> int:
         best = {1: float("inf"), 2: float("inf")}
         cpu = {1: float("inf"), 2: float("inf")}
         per_worker = float("inf")  # --jobs 2: the mean CPU time of a worker, or the command's when more
+        pair = float("inf")  # two --jobs 1 runs at once
         for _ in range(args.repeats):
             for jobs in best:
                 wall, mine, workers = timed([command, *SHORT, "--jobs", str(jobs)])
                 best[jobs], cpu[jobs] = min(best[jobs], wall), min(cpu[jobs], mine + workers)
                 if jobs == 2:
                     per_worker = min(per_worker, max(mine, workers / 2))
+            pair = min(pair, pair_seconds([command, *SHORT, "--jobs", "1"]))
         rate = {jobs: conversations / seconds for jobs, seconds in best.items()}
         speedup = rate[2] / rate[1]
         verdict = "met" if speedup >= SPEEDUP_TARGET else "MISSED"
         print(f"  {command:<6}  --jobs 1: {best[1]:6.2f} s, {rate[1]:7,.0f} conversations/s (per core)   "
               f"--jobs 2: {best[2]:6.2f} s, {rate[2]:7,.0f} conversations/s ({rate[2] / 2:,.0f} per core)   "
               f"x{speedup:.2f} (target >= {SPEEDUP_TARGET}: {verdict}; x{cpu[1] / per_worker:.2f} by CPU time: "
-              f"{cpu[1]:.2f} s on 1 process, {per_worker:.2f} s per worker of 2; CPU of all {cpu[2]:.2f} s)")
+              f"{cpu[1]:.2f} s on 1 process, {per_worker:.2f} s per worker of 2; CPU of all {cpu[2]:.2f} s); "
+              f"two --jobs 1 runs at once: {pair:.2f} s, x{2 * best[1] / pair:.2f} (the ceiling on these cores)")
         if verdict != "met":
             missed.append(f"{command} speed-up")
     print(f"peak memory of a worker (spawned; target < {MEMORY_TARGET_MB} MB):")
