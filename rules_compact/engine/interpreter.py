@@ -88,9 +88,34 @@ class Editor:
         return facts.fmt.result_text(current, facts.scan.block[item])
 
     def set_result_text_at(self, item: int, text: str, as_string: bool = False) -> None:
-        scan = self.facts.scan
-        msg = scan.msg[item]
-        self.replace(msg, self.facts.fmt.set_result_content(self.out[msg], scan.block[item], text, as_string))
+        facts = self.facts
+        scan = facts.scan
+        index = scan.msg[item]
+        out = self.out
+        old = out[index]
+        message = facts.fmt.set_result_content(old, scan.block[item], text, as_string)
+        if message is not old:  # as replace() does
+            self.log.append((self.item, index, old))
+            out[index] = message
+            if self._held is not None:
+                count = facts.fmt.breakpoints
+                self._held += count(message) - count(old)
+
+    def set_result_texts(self, texts: list[tuple[int, str]], as_string: bool = False) -> None:
+        """``set_result_text_at`` for each ``(item, text)`` in turn, each the item whose actions run."""
+        facts = self.facts
+        msg_of, block, set_content = facts.scan.msg, facts.scan.block, facts.fmt.set_result_content
+        out, log = self.out, self.log
+        for item, text in texts:
+            index = msg_of[item]
+            old = out[index]
+            message = set_content(old, block[item], text, as_string)
+            if message is not old:  # as replace() does
+                log.append((item, index, old))
+                out[index] = message
+                if self._held is not None:
+                    count = facts.fmt.breakpoints
+                    self._held += count(message) - count(old)
 
     # the Item-based names of the plugin interface
     def result_text(self, item) -> str:
@@ -159,7 +184,8 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
     for kind, items in ((TURN, facts.turns), (RESULT, facts.results)):  # turns first: their calls give the results' links
         remaining = items
         clean = None  # remaining items that are no error results
-        for rule, matcher in ruleset.chains[kind]:
+        chain = ruleset.chains[kind]
+        for rule, matcher in chain:
             if not remaining:
                 break
             if rule.matches_errors or kind == TURN:
@@ -167,7 +193,7 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
             else:
                 if clean is None:
                     errors = facts.errors
-                    clean = [i for i in remaining if not errors[i]]
+                    clean = [i for i in remaining if not errors[i]] if True in errors else remaining
                 candidates = clean
             if not candidates:
                 continue
@@ -179,6 +205,8 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
             if not rule.keeps:
                 acted += hits
                 by_rule.setdefault(rule, []).extend(hits)
+            if rule is chain[-1][0]:
+                break  # nothing is left to choose for
             if hits is remaining:
                 remaining = []
             else:

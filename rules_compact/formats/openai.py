@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cached_property
+from ..lazy import lazy
 from itertools import repeat
 from typing import Any
 
@@ -27,16 +27,24 @@ def _calls(tool_calls: Any) -> tuple[Call, ...]:
         return _NO
     out = []
     for call in tool_calls:
-        if not isinstance(call, dict):
-            continue
-        try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
-            call_id, name = call["id"], call["function"]["name"]
-        except (KeyError, TypeError):
-            call_id, fn = call.get("id"), call.get("function")
-            name = fn.get("name") if isinstance(fn, dict) else None
-        if isinstance(call_id, str):
-            out.append((call_id, name if isinstance(name, str) else None, call))
+        found = _call(call)
+        if found is not None:
+            out.append(found)
     return tuple(out)
+
+
+def _call(call: Any) -> Call | None:
+    """``(id, name, call)`` of one entry of ``tool_calls``; None when it has no string id."""
+    if not isinstance(call, dict):
+        return None
+    try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
+        call_id, name = call["id"], call["function"]["name"]
+    except (KeyError, TypeError):
+        call_id, fn = call.get("id"), call.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(call_id, str):
+        return None
+    return call_id, name if isinstance(name, str) else None, call
 
 
 def _has_calls(tool_calls: Any) -> bool:
@@ -52,19 +60,23 @@ class OpenAIScan(Scan):
 
     def __init__(self, messages: list, fmt: OpenAIFormat):
         self._messages, self._fmt = messages, fmt
-        self._roles = roles = [m.get("role") for m in messages]
+        try:
+            roles = list(map(dict.get, messages, repeat("role")))
+        except TypeError:  # a message that is no dict but has a get
+            roles = [m.get("role") for m in messages]
+        self._roles = roles
         self.msg = [i for i, role in enumerate(roles) if role in _ITEM_ROLES]
         self.is_turn = [roles[i] == "assistant" for i in self.msg]
 
-    @cached_property
+    @lazy
     def results(self) -> list[int]:
         return [k for k, turn in enumerate(self.is_turn) if not turn]
 
-    @cached_property
+    @lazy
     def turns(self) -> list[int]:
         return [k for k, turn in enumerate(self.is_turn) if turn]
 
-    @cached_property
+    @lazy
     def block(self) -> list:
         return [None] * len(self.msg)
 
@@ -76,32 +88,39 @@ class OpenAIScan(Scan):
     def error_flag(self) -> list[bool]:
         return self._result_fields[1]
 
-    @cached_property
+    @lazy
     def _result_fields(self) -> tuple[list, list[bool]]:
         """Per item: the call id a result answers, and its error flag (one walk over the results)."""
-        messages, msg = self._messages, self.msg
+        messages, msg, results = self._messages, self.msg, self.results
         call_ids: list = [None] * len(msg)
         errors = [False] * len(msg)
-        for k in self.results:
-            m = messages[msg[k]]
-            cid = m.get("tool_call_id")
+        of_results = [messages[msg[k]] for k in results]
+        try:
+            ids = list(map(dict.get, of_results, repeat("tool_call_id")))
+            flags = list(map(dict.get, of_results, repeat("is_error")))
+        except TypeError:  # a message that is no dict but has a get
+            ids = [m.get("tool_call_id") for m in of_results]
+            flags = [m.get("is_error") for m in of_results]
+        for k, cid in zip(results, ids):
             if cid.__class__ is str:
                 call_ids[k] = cid
-            if m.get("is_error") is True:
-                errors[k] = True
+        if True in flags:
+            for k, flag in zip(results, flags):
+                if flag is True:
+                    errors[k] = True
         return call_ids, errors
 
-    @cached_property
+    @lazy
     def calls_of(self) -> list:
         return [_calls(m.get("tool_calls")) if role == "assistant" else _NO
                 for m, role in zip(self._messages, self._roles)]
 
-    @cached_property
+    @lazy
     def calls(self) -> list:
         calls_of = self.calls_of
         return [calls_of[m] if turn else _NO for m, turn in zip(self.msg, self.is_turn)]  # tuples, shared
 
-    @cached_property
+    @lazy
     def call_at(self) -> dict:
         at: dict = {}
         if "calls_of" in self.__dict__:
@@ -113,17 +132,30 @@ class OpenAIScan(Scan):
         messages = self._messages
         for i, role in enumerate(self._roles):  # the same, without building each message's calls
             if role == "assistant":
-                for call_id, name, call in _calls(messages[i].get("tool_calls")):
+                tool_calls = messages[i].get("tool_calls")
+                if not tool_calls or not isinstance(tool_calls, list):
+                    continue
+                for call in tool_calls:
+                    try:  # the usual shape, read as _call reads it
+                        call_id, name = call["id"], call["function"]["name"]
+                        usual = call.__class__ is dict and call_id.__class__ is str and name.__class__ is str
+                    except (KeyError, TypeError):
+                        usual = False
+                    if not usual:
+                        found = _call(call)
+                        if found is None:
+                            continue
+                        call_id, name, _ = found
                     if call_id not in at:
                         at[call_id] = (call, i, name)
         return at
 
-    @cached_property
+    @lazy
     def thinking(self) -> list[bool]:
         messages, has = self._messages, self._fmt.has_thinking
         return [turn and has(messages[m]) for m, turn in zip(self.msg, self.is_turn)]
 
-    @cached_property
+    @lazy
     def _spans(self) -> tuple[list, list, list]:
         spans, starts, prev = [], [], []
         roles, messages = self._roles, self._messages
@@ -173,12 +205,12 @@ class OpenAIScan(Scan):
         found = calls_of[i] if calls_of is not None else _has_calls(self._messages[i].get("tool_calls"))
         return i if found else at
 
-    @cached_property
+    @lazy
     def user_turns(self) -> list[int]:
         messages, is_turn = self._messages, self._fmt.is_user_turn
         return [i for i, role in enumerate(self._roles) if role == "user" and is_turn(messages[i])]
 
-    @cached_property
+    @lazy
     def last_assistant(self) -> int | None:
         turns = self.turns
         return self.msg[turns[-1]] if turns else None
@@ -258,7 +290,10 @@ class OpenAIFormat(Format):
         return msg.get("content")
 
     def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
-        content, lost = replace_content(msg.get("content"), text, as_string)
+        content = msg.get("content")
+        if not isinstance(content, list):  # replace_content's answer for a string: the text, no marker
+            return {**msg, "content": text}
+        content, lost = replace_content(content, text, as_string)
         if lost is not None and not is_blank(text):  # a breakpoint wins over as_string: it needs a part
             content = [{"type": "text", "text": text, "cache_control": lost}]
         return {**msg, "content": content}

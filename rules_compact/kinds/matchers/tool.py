@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from itertools import compress
 
 from ..base import History, Matcher, MatcherKind
 
@@ -23,9 +24,11 @@ def compile_tool(value, ctx, path):
 
     def select(items, facts):
         is_turn, names = facts.scan.is_turn, facts.tool_names
-        matched = {name: hit(name) for name in {names[i] for i in items}}  # each name once
-        if not any(is_turn[i] for i in items):
-            return [i for i in items if matched[names[i]]]
+        if not any(map(is_turn.__getitem__, items)):
+            of_items = list(map(names.__getitem__, items))
+            matched = {name: hit(name) for name in set(of_items)}  # each name once
+            return list(compress(items, map(matched.__getitem__, of_items)))
+        matched = {name: hit(name) for name in {names[i] for i in items}}
         call_names = facts.call_names
         return [i for i in items if (any(hit(n) for n in call_names[i]) if is_turn[i] else matched[names[i]])]
 
