@@ -103,11 +103,13 @@ class Facts:
             for i, text in zip(items, texts):
                 known[i] = text
             return texts
-        missing = [i for i in items if known[i] is None]
-        if missing:
+        texts = list(map(known.__getitem__, items))
+        if None in texts:
+            missing = [i for i, text in zip(items, texts) if text is None]
             for i, text in zip(missing, self.fmt.item_texts(self.messages, self.scan, missing)):
                 known[i] = text
-        return [known[i] for i in items]
+            texts = list(map(known.__getitem__, items))
+        return texts
 
     @lazy
     def links(self) -> list[tuple]:

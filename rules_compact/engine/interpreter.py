@@ -225,7 +225,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     breakpoints the request holds outside the facts' messages)."""
     chosen, todo, by_rule = choose(facts, ruleset)
     notes: dict[int, str] = {}
-    if facts.results:
+    if facts.results and True in facts.errors:
         errors = facts.errors
         notes = dict.fromkeys([i for i in facts.results if errors[i] and chosen[i] is None], ERROR_WITHOUT_RULE)
     editor = Editor(facts, around)

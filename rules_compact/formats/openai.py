@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..lazy import lazy
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
@@ -19,7 +19,6 @@ _ROLE_SET = frozenset(OPENAI_ROLES)
 #: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
 OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
 _NO: tuple = ()
-_ITEM_ROLES = frozenset({"tool", "assistant"})
 
 
 def _calls(tool_calls: Any) -> tuple[Call, ...]:
@@ -65,16 +64,19 @@ class OpenAIScan(Scan):
         except TypeError:  # a message that is no dict but has a get
             roles = [m.get("role") for m in messages]
         self._roles = roles
-        self.msg = [i for i, role in enumerate(roles) if role in _ITEM_ROLES]
-        self.is_turn = [roles[i] == "assistant" for i in self.msg]
-
-    @lazy
-    def results(self) -> list[int]:
-        return [k for k, turn in enumerate(self.is_turn) if not turn]
-
-    @lazy
-    def turns(self) -> list[int]:
-        return [k for k, turn in enumerate(self.is_turn) if turn]
+        self.msg = msg = []
+        self.results = results = []
+        self.turns = turns = []
+        for i, role in enumerate(roles):  # one walk for the four columns
+            if role == "tool":
+                results.append(len(msg))
+                msg.append(i)
+            elif role == "assistant":
+                turns.append(len(msg))
+                msg.append(i)
+        self.is_turn = is_turn = [False] * len(msg)
+        for k in turns:
+            is_turn[k] = True
 
     @lazy
     def block(self) -> list:
@@ -91,23 +93,16 @@ class OpenAIScan(Scan):
     @lazy
     def _result_fields(self) -> tuple[list, list[bool]]:
         """Per item: the call id a result answers, and its error flag (one walk over the results)."""
-        messages, msg, results = self._messages, self.msg, self.results
+        messages, msg = self._messages, self.msg
         call_ids: list = [None] * len(msg)
         errors = [False] * len(msg)
-        of_results = [messages[msg[k]] for k in results]
-        try:
-            ids = list(map(dict.get, of_results, repeat("tool_call_id")))
-            flags = list(map(dict.get, of_results, repeat("is_error")))
-        except TypeError:  # a message that is no dict but has a get
-            ids = [m.get("tool_call_id") for m in of_results]
-            flags = [m.get("is_error") for m in of_results]
-        for k, cid in zip(results, ids):
+        for k in self.results:
+            m = messages[msg[k]]
+            cid = m.get("tool_call_id")
             if cid.__class__ is str:
                 call_ids[k] = cid
-        if True in flags:
-            for k, flag in zip(results, flags):
-                if flag is True:
-                    errors[k] = True
+            if m.get("is_error") is True:
+                errors[k] = True
         return call_ids, errors
 
     @lazy
@@ -137,11 +132,11 @@ class OpenAIScan(Scan):
                     continue
                 for call in tool_calls:
                     try:  # the usual shape, read as _call reads it
-                        call_id, name = call["id"], call["function"]["name"]
-                        usual = call.__class__ is dict and call_id.__class__ is str and name.__class__ is str
+                        call_id = call["id"]
+                        name = call["function"]["name"]
                     except (KeyError, TypeError):
-                        usual = False
-                    if not usual:
+                        call_id = None
+                    if call_id.__class__ is not str or name.__class__ is not str or call.__class__ is not dict:
                         found = _call(call)
                         if found is None:
                             continue
@@ -412,7 +407,9 @@ def _plainly_valid(messages: list) -> bool:
         calls = [c for c in map(dict.get, messages, repeat("tool_calls")) if c is not None]
         if not set(map(type, calls)) <= _LIST:
             return False
-        calls = [call for group in calls for call in group]
+        calls = list(chain.from_iterable(calls))
+        if not calls:
+            return True
         if not set(map(type, calls)) <= _DICT:
             return False
         functions = list(map(dict.get, calls, repeat("function")))
@@ -424,7 +421,8 @@ def _plainly_valid(messages: list) -> bool:
         return False
 
 
-_DICT, _LIST, _STR, _PLAIN_CONTENT = frozenset({dict}), frozenset({list}), frozenset({str}), frozenset({str, type(None)})
+_DICT, _LIST, _STR = frozenset({dict}), frozenset({list}), frozenset({str})
+_PLAIN_CONTENT = frozenset({str, type(None)})
 
 
 class CacheControlOpenAIFormat(OpenAIFormat):
