@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 
 from ..errors import InputError, type_name
 from ..formats import FORMATS, Format, Item, detect_format
+from ..lazy import quick_init
 from ..language.loader import load_rules
 from ..language.model import RuleSet
 from .interpreter import Pass, run_pass
@@ -18,6 +19,7 @@ __all__ = ["compact", "Result", "resolve_rules", "check_messages", "finish", "it
            "collector_paused"]
 
 
+@quick_init
 @dataclass(frozen=True)
 class Result:
     """The compacted messages (a new list; unchanged messages are shared) and the report."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Callable
 
+from ..lazy import quick_init
 from ..errors import InputError
 from ..formats import Format
 from ..kinds.ages import AGE_UNITS
@@ -125,6 +126,7 @@ class Editor:
         self.set_result_text_at(item.index, text, as_string)
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class Decided:
     """What one evaluation of the rules made of the messages of its facts."""
@@ -369,6 +371,7 @@ def content_rules(ruleset: RuleSet) -> RuleSet:
     return found[1]
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class Pass:
     """One pass's output and report, and what it decided (None when it did not run).

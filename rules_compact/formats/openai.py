@@ -59,11 +59,7 @@ class OpenAIScan(Scan):
 
     def __init__(self, messages: list, fmt: OpenAIFormat):
         self._messages, self._fmt = messages, fmt
-        try:
-            roles = list(map(dict.get, messages, repeat("role")))
-        except TypeError:  # a message that is no dict but has a get
-            roles = [m.get("role") for m in messages]
-        self._roles = roles
+        self._roles = roles = [m.get("role") for m in messages]
         self.msg = msg = []
         self.results = results = []
         self.turns = turns = []

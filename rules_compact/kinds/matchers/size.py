@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..base import History, Matcher, MatcherKind, bounds, with_defaults
 from ..estimators import utf8_len, utf16_len
 
@@ -10,6 +12,7 @@ UNITS = ("chars", "bytes", "utf16", "tokens")
 
 def compile_size(options, ctx, path):
     low, high = bounds(options)
+    low, high = max(low, 0), min(high, sys.maxsize)  # sizes are counts: int bounds compare faster than inf
     unit = with_defaults(options, SCHEMA)["unit"]
     if unit == "chars":
         def select(items, facts):
