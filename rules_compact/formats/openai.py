@@ -360,8 +360,9 @@ class OpenAIFormat(Format):
 
     def check(self, messages: list, start: int = 0) -> None:
         """As :meth:`Format.check`, with a fast path: a list whose messages all have a known
-        role, string or null content and well-typed tool calls is passed in bulk."""
-        if not _plainly_valid(messages[start:] if start else messages):
+        role, string or null content and well-typed tool calls is passed in bulk (a few messages,
+        such as a Compactor's new ones, are checked one by one: cheaper than the bulk test)."""
+        if len(messages) - start <= FEW_MESSAGES or not _plainly_valid(messages[start:] if start else messages):
             super().check(messages, start)
 
     def problem(self, msg: Any) -> str | None:
@@ -387,6 +388,9 @@ class OpenAIFormat(Format):
                 if key in fn and not isinstance(fn[key], str):
                     return f"tool call {j}: 'function.{key}' is {json_kind(fn[key])}, not {what}"
         return None
+
+
+FEW_MESSAGES = 8
 
 
 def _plainly_valid(messages: list) -> bool:
