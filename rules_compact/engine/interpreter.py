@@ -106,7 +106,7 @@ class Editor:
         """``set_result_text_at`` for each ``(item, text)`` in turn, each the item whose actions run."""
         facts = self.facts
         msg_of, block, set_content = facts.scan.msg, facts.scan.block, facts.fmt.set_result_content
-        out, log = self.out, self.log
+        out, log, held = self.out, self.log, self._held is not None
         for item, text in texts:
             index = msg_of[item]
             old = out[index]
@@ -114,9 +114,11 @@ class Editor:
             if message is not old:  # as replace() does
                 log.append((item, index, old))
                 out[index] = message
-                if self._held is not None:
+                if held:
                     count = facts.fmt.breakpoints
                     self._held += count(message) - count(old)
+        if texts:
+            self.item = texts[-1][0]
 
     # the Item-based names of the plugin interface
     def result_text(self, item) -> str:

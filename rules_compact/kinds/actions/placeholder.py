@@ -47,12 +47,11 @@ def compile_placeholder(options, ctx, path) -> Action:
             return link
 
         notes = {}
-        writes = []  # (item, new text), made after the loop: each item is in a message of its own
+        writes = []  # (item, new text), made after the loop (each item is in a message of its own), logged by item
         for index, current in zip(items, facts.texts_of(items)):
             if is_turn[index]:
                 notes[index] = "placeholder applies to tool results only"
                 continue
-            ed.item = index
             name = names[index]
             spec, template, fixed = chosen.get(name) or choose(facts, name)
             own = msg[index]
