@@ -40,11 +40,11 @@ def quick_init(cls: type) -> type:
     ``object.__setattr__`` per field, at half the cost: the engine makes several such
     records per call, which is much of a short conversation's time."""
     all_fields = fields(cls)
+    if hasattr(cls, "__slots__") or hasattr(cls, "__post_init__") or not all(f.init and not f.kw_only for f in all_fields):
+        raise TypeError(f"quick_init: {cls.__name__} needs the generated __init__")
     namespace: dict[str, Any] = {"MISSING": MISSING}
     params, lines = [], []
     for f in all_fields:
-        if not f.init or f.kw_only or hasattr(cls, "__slots__") or hasattr(cls, "__post_init__"):
-            raise TypeError(f"quick_init: {cls.__name__} needs the generated __init__")
         if f.default is not MISSING:
             namespace[f"_default_{f.name}"] = f.default
             params.append(f"{f.name}=_default_{f.name}")
