@@ -334,6 +334,18 @@ def test_messages_an_api_would_reject_are_errors(fmt, messages, error):
     assert str(info.value) == error
 
 
+@pytest.mark.parametrize("messages,error", [(m, e) for f, m, e in BAD_MESSAGES if f == "openai"],
+                         ids=[e for f, _, e in BAD_MESSAGES if f == "openai"])
+def test_a_long_list_is_checked_as_a_short_one(messages, error):
+    """The bulk test of a long OpenAI list (a short one is checked message by message) finds
+    the same first problem."""
+    ok = [{"role": "user", "content": "go"}] + [{"role": "assistant", "content": "ok"}] * 11
+    with pytest.raises(InputError) as info:
+        compact(ok + messages, format="openai")
+    index = int(error.split(":")[0].split()[1])
+    assert str(info.value) == error.replace(f"message {index}:", f"message {index + len(ok)}:", 1)
+
+
 def test_a_compactor_checks_the_messages_it_has_not_checked():
     """Round after round only the new messages are checked; an earlier message edited in place
     into a bad one is checked again (verify=True notices the edit)."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gc
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..errors import InputError, type_name
 from ..formats import FORMATS, Format, Item, detect_format
+from ..lazy import quick_init
 from ..language.loader import load_rules
 from ..language.model import RuleSet
 from .interpreter import Pass, run_pass
@@ -19,6 +19,7 @@ __all__ = ["compact", "Result", "resolve_rules", "check_messages", "finish", "it
            "collector_paused"]
 
 
+@quick_init
 @dataclass(frozen=True)
 class Result:
     """The compacted messages (a new list; unchanged messages are shared) and the report."""
@@ -73,20 +74,22 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     return finish(messages, current, name, rulesets, passes)
 
 
-@contextmanager
-def collector_paused():
+class collector_paused:
     """Pause Python's cyclic garbage collector during a pass.  A pass makes many small
     containers and no reference cycles; with a long history alive, the collections that those
     allocations trigger would walk it again and again (10 times the messages took 15 times
-    as long)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    as long).  (A class, not a generator: entered on every call.)"""
+
+    __slots__ = ("paused",)
+
+    def __enter__(self) -> None:
+        self.paused = gc.isenabled()
+        if self.paused:
+            gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        if self.paused:
+            gc.enable()
 
 
 def check_messages(messages: list, format: str | Format | None) -> tuple[str, Format]:

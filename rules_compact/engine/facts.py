@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import jmespath.exceptions
@@ -19,6 +19,7 @@ import jmespath.exceptions
 from ..errors import InputError
 from ..formats import Format, Item, decode_args
 from ..jsontext import dumps_data
+from ..lazy import lazy
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from ..kinds.ages import AGE_UNITS
 
@@ -82,7 +83,7 @@ class Facts:
     def turns(self) -> list[int]:
         return self.scan.turns
 
-    @cached_property
+    @lazy
     def texts(self) -> list[str]:
         """Per item: its visible text (a result's content, an assistant turn's text)."""
         return self.texts_of(range(len(self.scan)))
@@ -102,24 +103,26 @@ class Facts:
             for i, text in zip(items, texts):
                 known[i] = text
             return texts
-        missing = [i for i in items if known[i] is None]
-        if missing:
+        texts = list(map(known.__getitem__, items))
+        if None in texts:
+            missing = [i for i, text in zip(items, texts) if text is None]
             for i, text in zip(missing, self.fmt.item_texts(self.messages, self.scan, missing)):
                 known[i] = text
-        return [known[i] for i in items]
+            texts = list(map(known.__getitem__, items))
+        return texts
 
-    @cached_property
+    @lazy
     def links(self) -> list[tuple]:
         """Per item: ``(call, call's message index, tool name)`` of the call a result answers,
         ``(None, None, None)`` for a turn or an orphan."""
         return self._links[0]
 
-    @cached_property
+    @lazy
     def tool_names(self) -> list:
         """Per item: the tool a result's call names (None for a turn or an orphan)."""
         return self._links[1]
 
-    @cached_property
+    @lazy
     def _links(self) -> tuple[list, list]:
         call_at, call_id, none = self.scan.call_at, self.scan.call_id, _NO_LINK
         links = [none] * len(call_id)
@@ -133,30 +136,30 @@ class Facts:
                     names[k] = link[2]
         return links, names
 
-    @cached_property
+    @lazy
     def orphans(self) -> list[bool]:
         return [not turn and link[0] is None for turn, link in zip(self.scan.is_turn, self.links)]
 
-    @cached_property
+    @lazy
     def answered(self) -> set[str]:
         return {cid for cid in self.scan.call_id if cid is not None}
 
-    @cached_property
+    @lazy
     def dangling(self) -> list[bool]:
         answered = self.answered
         return [bool(calls) and not answered.issuperset(c[0] for c in calls) for calls in self.scan.calls]
 
-    @cached_property
+    @lazy
     def call_ids(self) -> list[tuple[str, ...]]:
         return [tuple(c[0] for c in calls) for calls in self.scan.calls]
 
-    @cached_property
+    @lazy
     def call_names(self) -> list[tuple[str, ...]]:
         shared: dict = {}  # one tuple per distinct list of names: a long history repeats a few
         return [shared.setdefault(names, names) for names in
                 (tuple(c[1] or "" for c in calls) for calls in self.scan.calls)]
 
-    @cached_property
+    @lazy
     def errors(self) -> list[bool]:
         """Per item: a result that is an error (the format's flag, or ``error_when``)."""
         flags = list(self.scan.error_flag)
@@ -225,7 +228,7 @@ class Facts:
     def total_tokens(self) -> int:
         return sum(self.message_tokens)
 
-    @cached_property
+    @lazy
     def item_tokens(self) -> list[int]:
         estimate, msg_tokens, texts = self.estimate, None, self.texts
         out = []

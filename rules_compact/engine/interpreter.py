@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Callable
 
+from ..lazy import quick_init
 from ..errors import InputError
 from ..formats import Format
 from ..kinds.ages import AGE_UNITS
@@ -88,9 +89,36 @@ class Editor:
         return facts.fmt.result_text(current, facts.scan.block[item])
 
     def set_result_text_at(self, item: int, text: str, as_string: bool = False) -> None:
-        scan = self.facts.scan
-        msg = scan.msg[item]
-        self.replace(msg, self.facts.fmt.set_result_content(self.out[msg], scan.block[item], text, as_string))
+        facts = self.facts
+        scan = facts.scan
+        index = scan.msg[item]
+        out = self.out
+        old = out[index]
+        message = facts.fmt.set_result_content(old, scan.block[item], text, as_string)
+        if message is not old:  # as replace() does
+            self.log.append((self.item, index, old))
+            out[index] = message
+            if self._held is not None:
+                count = facts.fmt.breakpoints
+                self._held += count(message) - count(old)
+
+    def set_result_texts(self, texts: list[tuple[int, str]], as_string: bool = False) -> None:
+        """``set_result_text_at`` for each ``(item, text)`` in turn, each the item whose actions run."""
+        facts = self.facts
+        msg_of, block, set_content = facts.scan.msg, facts.scan.block, facts.fmt.set_result_content
+        out, log, held = self.out, self.log, self._held is not None
+        for item, text in texts:
+            index = msg_of[item]
+            old = out[index]
+            message = set_content(old, block[item], text, as_string)
+            if message is not old:  # as replace() does
+                log.append((item, index, old))
+                out[index] = message
+                if held:
+                    count = facts.fmt.breakpoints
+                    self._held += count(message) - count(old)
+        if texts:
+            self.item = texts[-1][0]
 
     # the Item-based names of the plugin interface
     def result_text(self, item) -> str:
@@ -100,6 +128,7 @@ class Editor:
         self.set_result_text_at(item.index, text, as_string)
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class Decided:
     """What one evaluation of the rules made of the messages of its facts."""
@@ -159,7 +188,8 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
     for kind, items in ((TURN, facts.turns), (RESULT, facts.results)):  # turns first: their calls give the results' links
         remaining = items
         clean = None  # remaining items that are no error results
-        for rule, matcher in ruleset.chains[kind]:
+        chain = ruleset.chains[kind]
+        for rule, matcher in chain:
             if not remaining:
                 break
             if rule.matches_errors or kind == TURN:
@@ -167,7 +197,7 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
             else:
                 if clean is None:
                     errors = facts.errors
-                    clean = [i for i in remaining if not errors[i]]
+                    clean = [i for i in remaining if not errors[i]] if True in errors else remaining
                 candidates = clean
             if not candidates:
                 continue
@@ -179,6 +209,8 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
             if not rule.keeps:
                 acted += hits
                 by_rule.setdefault(rule, []).extend(hits)
+            if rule is chain[-1][0]:
+                break  # nothing is left to choose for
             if hits is remaining:
                 remaining = []
             else:
@@ -197,7 +229,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     breakpoints the request holds outside the facts' messages)."""
     chosen, todo, by_rule = choose(facts, ruleset)
     notes: dict[int, str] = {}
-    if facts.results:
+    if facts.results and True in facts.errors:
         errors = facts.errors
         notes = dict.fromkeys([i for i in facts.results if errors[i] and chosen[i] is None], ERROR_WITHOUT_RULE)
     editor = Editor(facts, around)
@@ -341,6 +373,7 @@ def content_rules(ruleset: RuleSet) -> RuleSet:
     return found[1]
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class Pass:
     """One pass's output and report, and what it decided (None when it did not run).

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Callable
 
+from ..lazy import quick_init
+
 __all__ = ["Decision", "PassReport", "Report"]
 
 
@@ -54,6 +56,7 @@ Details = tuple[tuple[Decision, ...], tuple[int, ...], tuple[str, ...]]
 Totals = tuple[int, int, int, int]  # tokens before, tokens after, chars before, chars after
 
 
+@quick_init
 @dataclass(frozen=True)
 class PassReport:
     """One rule file's pass over the conversation.
@@ -145,6 +148,7 @@ class PassReport:
                 "decisions": [d.to_dict() for d in self.decisions]}
 
 
+@quick_init
 @dataclass(frozen=True)
 class Report:
     """Every pass, with totals across them."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from functools import cached_property
-from itertools import repeat
+from ..lazy import lazy
+from itertools import chain, repeat
 from typing import Any
 
 from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
@@ -19,7 +19,6 @@ _ROLE_SET = frozenset(OPENAI_ROLES)
 #: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
 OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
 _NO: tuple = ()
-_ITEM_ROLES = frozenset({"tool", "assistant"})
 
 
 def _calls(tool_calls: Any) -> tuple[Call, ...]:
@@ -27,16 +26,24 @@ def _calls(tool_calls: Any) -> tuple[Call, ...]:
         return _NO
     out = []
     for call in tool_calls:
-        if not isinstance(call, dict):
-            continue
-        try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
-            call_id, name = call["id"], call["function"]["name"]
-        except (KeyError, TypeError):
-            call_id, fn = call.get("id"), call.get("function")
-            name = fn.get("name") if isinstance(fn, dict) else None
-        if isinstance(call_id, str):
-            out.append((call_id, name if isinstance(name, str) else None, call))
+        found = _call(call)
+        if found is not None:
+            out.append(found)
     return tuple(out)
+
+
+def _call(call: Any) -> Call | None:
+    """``(id, name, call)`` of one entry of ``tool_calls``; None when it has no string id."""
+    if not isinstance(call, dict):
+        return None
+    try:  # the usual shape: {"id": str, "function": {"name": str, ...}}
+        call_id, name = call["id"], call["function"]["name"]
+    except (KeyError, TypeError):
+        call_id, fn = call.get("id"), call.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(call_id, str):
+        return None
+    return call_id, name if isinstance(name, str) else None, call
 
 
 def _has_calls(tool_calls: Any) -> bool:
@@ -53,18 +60,21 @@ class OpenAIScan(Scan):
     def __init__(self, messages: list, fmt: OpenAIFormat):
         self._messages, self._fmt = messages, fmt
         self._roles = roles = [m.get("role") for m in messages]
-        self.msg = [i for i, role in enumerate(roles) if role in _ITEM_ROLES]
-        self.is_turn = [roles[i] == "assistant" for i in self.msg]
+        self.msg = msg = []
+        self.results = results = []
+        self.turns = turns = []
+        for i, role in enumerate(roles):  # one walk for the four columns
+            if role == "tool":
+                results.append(len(msg))
+                msg.append(i)
+            elif role == "assistant":
+                turns.append(len(msg))
+                msg.append(i)
+        self.is_turn = is_turn = [False] * len(msg)
+        for k in turns:
+            is_turn[k] = True
 
-    @cached_property
-    def results(self) -> list[int]:
-        return [k for k, turn in enumerate(self.is_turn) if not turn]
-
-    @cached_property
-    def turns(self) -> list[int]:
-        return [k for k, turn in enumerate(self.is_turn) if turn]
-
-    @cached_property
+    @lazy
     def block(self) -> list:
         return [None] * len(self.msg)
 
@@ -76,7 +86,7 @@ class OpenAIScan(Scan):
     def error_flag(self) -> list[bool]:
         return self._result_fields[1]
 
-    @cached_property
+    @lazy
     def _result_fields(self) -> tuple[list, list[bool]]:
         """Per item: the call id a result answers, and its error flag (one walk over the results)."""
         messages, msg = self._messages, self.msg
@@ -91,17 +101,17 @@ class OpenAIScan(Scan):
                 errors[k] = True
         return call_ids, errors
 
-    @cached_property
+    @lazy
     def calls_of(self) -> list:
         return [_calls(m.get("tool_calls")) if role == "assistant" else _NO
                 for m, role in zip(self._messages, self._roles)]
 
-    @cached_property
+    @lazy
     def calls(self) -> list:
         calls_of = self.calls_of
         return [calls_of[m] if turn else _NO for m, turn in zip(self.msg, self.is_turn)]  # tuples, shared
 
-    @cached_property
+    @lazy
     def call_at(self) -> dict:
         at: dict = {}
         if "calls_of" in self.__dict__:
@@ -113,17 +123,30 @@ class OpenAIScan(Scan):
         messages = self._messages
         for i, role in enumerate(self._roles):  # the same, without building each message's calls
             if role == "assistant":
-                for call_id, name, call in _calls(messages[i].get("tool_calls")):
+                tool_calls = messages[i].get("tool_calls")
+                if not tool_calls or not isinstance(tool_calls, list):
+                    continue
+                for call in tool_calls:
+                    try:  # the usual shape, read as _call reads it
+                        call_id = call["id"]
+                        name = call["function"]["name"]
+                    except (KeyError, TypeError):
+                        call_id = None
+                    if call_id.__class__ is not str or name.__class__ is not str or call.__class__ is not dict:
+                        found = _call(call)
+                        if found is None:
+                            continue
+                        call_id, name, _ = found
                     if call_id not in at:
                         at[call_id] = (call, i, name)
         return at
 
-    @cached_property
+    @lazy
     def thinking(self) -> list[bool]:
         messages, has = self._messages, self._fmt.has_thinking
         return [turn and has(messages[m]) for m, turn in zip(self.msg, self.is_turn)]
 
-    @cached_property
+    @lazy
     def _spans(self) -> tuple[list, list, list]:
         spans, starts, prev = [], [], []
         roles, messages = self._roles, self._messages
@@ -173,12 +196,12 @@ class OpenAIScan(Scan):
         found = calls_of[i] if calls_of is not None else _has_calls(self._messages[i].get("tool_calls"))
         return i if found else at
 
-    @cached_property
+    @lazy
     def user_turns(self) -> list[int]:
         messages, is_turn = self._messages, self._fmt.is_user_turn
         return [i for i, role in enumerate(self._roles) if role == "user" and is_turn(messages[i])]
 
-    @cached_property
+    @lazy
     def last_assistant(self) -> int | None:
         turns = self.turns
         return self.msg[turns[-1]] if turns else None
@@ -258,7 +281,10 @@ class OpenAIFormat(Format):
         return msg.get("content")
 
     def set_result_content(self, msg: dict, block: int | None, text: str, as_string: bool = False) -> dict:
-        content, lost = replace_content(msg.get("content"), text, as_string)
+        content = msg.get("content")
+        if not isinstance(content, list):  # replace_content's answer for a string: the text, no marker
+            return {**msg, "content": text}
+        content, lost = replace_content(content, text, as_string)
         if lost is not None and not is_blank(text):  # a breakpoint wins over as_string: it needs a part
             content = [{"type": "text", "text": text, "cache_control": lost}]
         return {**msg, "content": content}
@@ -334,8 +360,9 @@ class OpenAIFormat(Format):
 
     def check(self, messages: list, start: int = 0) -> None:
         """As :meth:`Format.check`, with a fast path: a list whose messages all have a known
-        role, string or null content and well-typed tool calls is passed in bulk."""
-        if not _plainly_valid(messages[start:] if start else messages):
+        role, string or null content and well-typed tool calls is passed in bulk (a few messages,
+        such as a Compactor's new ones, are checked one by one: cheaper than the bulk test)."""
+        if len(messages) - start <= FEW_MESSAGES or not _plainly_valid(messages[start:] if start else messages):
             super().check(messages, start)
 
     def problem(self, msg: Any) -> str | None:
@@ -363,6 +390,9 @@ class OpenAIFormat(Format):
         return None
 
 
+FEW_MESSAGES = 8
+
+
 def _plainly_valid(messages: list) -> bool:
     """Whether every message has a known role, string or null content and tool calls whose
     names and arguments are strings: what :meth:`OpenAIFormat.problem` passes, tested a
@@ -377,7 +407,9 @@ def _plainly_valid(messages: list) -> bool:
         calls = [c for c in map(dict.get, messages, repeat("tool_calls")) if c is not None]
         if not set(map(type, calls)) <= _LIST:
             return False
-        calls = [call for group in calls for call in group]
+        calls = list(chain.from_iterable(calls))
+        if not calls:
+            return True
         if not set(map(type, calls)) <= _DICT:
             return False
         functions = list(map(dict.get, calls, repeat("function")))
@@ -389,7 +421,8 @@ def _plainly_valid(messages: list) -> bool:
         return False
 
 
-_DICT, _LIST, _STR, _PLAIN_CONTENT = frozenset({dict}), frozenset({list}), frozenset({str}), frozenset({str, type(None)})
+_DICT, _LIST, _STR = frozenset({dict}), frozenset({list}), frozenset({str})
+_PLAIN_CONTENT = frozenset({str, type(None)})
 
 
 class CacheControlOpenAIFormat(OpenAIFormat):

@@ -20,6 +20,7 @@ from ..kinds.actions import BUILTIN_ACTIONS
 from ..kinds.estimators import ESTIMATORS
 from ..kinds.matchers import BUILTIN_MATCHERS
 from ..language.model import RuleSet
+from ..lazy import quick_init
 from .settle import Settled, rule_nodes, settling_of
 
 __all__ = ["Compactor", "compacted_prefixes"]
@@ -238,6 +239,7 @@ class Joined:
         return self._whole.saved(measure)
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class _Memo:
     """What one pass remembers of the previous call: the leading messages it relies on (and

@@ -23,6 +23,7 @@ from ..formats import Format
 from ..kinds.base import History, Matcher
 from ..kinds.matchers.age import Age
 from ..language.model import RuleSet
+from ..lazy import quick_init
 
 __all__ = ["Settling", "settling_of", "Settled", "rule_nodes"]
 
@@ -121,6 +122,7 @@ class _Store:
     latest: dict = field(default_factory=dict)  # superseded key -> {signature: message to reopen from}
 
 
+@quick_init
 @dataclass(frozen=True)
 class Settled:
     """Messages ``[:start]`` of a pass's input are settled: what the pass made of them."""

@@ -8,6 +8,7 @@ declaring ``KIND``; plugins add kinds through the same classes.
 from __future__ import annotations
 
 import operator
+from itertools import compress
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -229,8 +230,7 @@ def bool_matcher(kind: MatcherKind, value: bool, column: Callable[["Facts"], Seq
     the column's value for every item of a kind, when known."""
     if value:
         def select(items: list, facts) -> list:
-            col = column(facts)
-            return [i for i in items if col[i]]
+            return list(compress(items, map(column(facts).__getitem__, items)))
     else:
         def select(items: list, facts) -> list:
             col = column(facts)

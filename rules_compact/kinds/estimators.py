@@ -17,7 +17,7 @@ __all__ = ["Estimator", "ESTIMATORS", "DEFAULT_ESTIMATOR", "utf8_len", "utf16_le
 
 def utf8_len(text: str) -> int:
     """UTF-8 bytes; lone surrogates (valid in JSON) count as 3 bytes instead of failing."""
-    return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def utf16_len(text: str) -> int:

@@ -37,29 +37,36 @@ def compile_placeholder(options, ctx, path) -> Action:
             rendered.clear()
         scan = facts.scan
         is_turn, names, call_ids, estimate = scan.is_turn, facts.tool_names, scan.call_id, facts.estimate
-        text_at, set_text_at, out, inputs, msg = ed.result_text_at, ed.set_result_text_at, ed.out, facts.messages, scan.msg
+        text_at, out, inputs, msg = ed.result_text_at, ed.out, facts.messages, scan.msg
+        links = facts.links
+
+        def call_of(index):  # the call as an earlier action left it
+            link, at, _ = links[index]
+            if link is not None and out[at] is not inputs[at]:
+                link = next((raw for cid, _, raw in facts.fmt.calls(out[at]) if cid == call_ids[index]), link)
+            return link
+
         notes = {}
+        writes = []  # (item, new text), made after the loop (each item is in a message of its own), logged by item
         for index, current in zip(items, facts.texts_of(items)):
             if is_turn[index]:
                 notes[index] = "placeholder applies to tool results only"
                 continue
-            ed.item = index
             name = names[index]
             spec, template, fixed = chosen.get(name) or choose(facts, name)
-            if out[msg[index]] is not inputs[msg[index]]:  # an earlier action edited its message
+            own = msg[index]
+            if out[own] is not inputs[own]:  # an earlier action edited its message
                 current = text_at(index)
             values = None
-            link, at, _ = facts.links[index]
-            if link is not None and out[at] is not inputs[at]:  # the call as an earlier action left it
-                link = next((raw for cid, _, raw in facts.fmt.calls(out[at]) if cid == call_ids[index]), link)
             if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
-                values = Variables(current, name, call_ids[index], estimate, link)
+                values = Variables(current, name, call_ids[index], estimate, call_of(index))
                 if template.recognises(current, values) or (summary is not None
                                                             and summary.recognises(current, values)):
                     if as_string and not isinstance(ed.result_content_at(index), str):
-                        set_text_at(index, current, True)  # same text, now the plain string asked for
+                        writes.append((index, current))  # same text, now the plain string asked for
                     continue
             if summary is not None and spec is not None and spec.summarize is not None:
+                link = call_of(index)
                 values = values or Variables(current, name, call_ids[index], estimate, link)
                 try:
                     values["summary"] = _summarize(spec, current, link)
@@ -71,9 +78,10 @@ def compile_placeholder(options, ctx, path) -> Action:
                         notes[index] = (f"left as it is: the summary placeholder ({tokens} tokens) is larger than the "
                                         f"result ({values['tokens']})")
                     else:
-                        set_text_at(index, new, as_string)
+                        writes.append((index, new))
                     continue
             if fixed is None:
+                link = call_of(index)
                 key = (current, template, link, name, call_ids[index])  # what the render reads
                 known = rendered.get(id(current))
                 if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
@@ -83,9 +91,10 @@ def compile_placeholder(options, ctx, path) -> Action:
                 if note is not None:
                     notes[index] = note
                     continue
-                set_text_at(index, new, as_string)
+                writes.append((index, new))
                 continue
-            set_text_at(index, fixed, as_string)
+            writes.append((index, fixed))
+        ed.set_result_texts(writes, as_string)
         return notes
 
     templates = tuple(t for t in (explicit, summary) if t is not None)

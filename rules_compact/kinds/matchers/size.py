@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..base import History, Matcher, MatcherKind, bounds, with_defaults
 from ..estimators import utf8_len, utf16_len
 
@@ -10,20 +12,16 @@ UNITS = ("chars", "bytes", "utf16", "tokens")
 
 def compile_size(options, ctx, path):
     low, high = bounds(options)
+    low, high = max(low, 0), min(high, sys.maxsize)  # sizes are counts: int bounds compare faster than inf
     unit = with_defaults(options, SCHEMA)["unit"]
     if unit == "chars":
         def select(items, facts):
             return [i for i, text in zip(items, facts.texts_of(items)) if low <= len(text) <= high]
     elif unit == "bytes":
         def select(items, facts):  # n characters are n to 4n UTF-8 bytes: encode only when that matters
-            out = []
-            for i, text in zip(items, facts.texts_of(items)):
-                n = len(text)
-                if low <= n and 4 * n <= high:
-                    out.append(i)
-                elif 4 * n >= low and n <= high and low <= utf8_len(text) <= high:
-                    out.append(i)
-            return out
+            return [i for i, text in zip(items, facts.texts_of(items))
+                    if (low <= (n := len(text)) and 4 * n <= high)
+                    or (4 * n >= low and n <= high and low <= utf8_len(text) <= high)]
     elif unit == "utf16":
         def select(items, facts):
             return [i for i, text in zip(items, facts.texts_of(items)) if low <= utf16_len(text) <= high]
