@@ -19,9 +19,10 @@ The load average is printed before and after, and a control: the speed-up 2 proc
 pure-Python busy loop. On a shared machine the ratios only mean something when the control is
 near 2.  Beside each command, a second control: two ``--jobs 1`` runs at once, each in a
 process of its own (forked, nothing shared or sent), as twice the work: the speed-up two
-independent processes get on this very work, the ceiling for ``--jobs 2`` (below 2 when the
-two cores slow each other down, through the caches and memory they share, or when the
-forked processes fault in their memory).
+independent processes get on this very work, what ``--jobs 2`` can hope for (below 2 when
+the two cores slow each other down through the caches and memory they share, or the forked
+processes fault in their memory; above 2 when a fresh process collects less garbage than
+this one, which has run the commands before).
 
 Usage:
     python3 bench/corpus.py               # about a minute on 2 cores
@@ -172,7 +173,7 @@ def main(argv=None) -> int:
               f"--jobs 2: {best[2]:6.2f} s, {rate[2]:7,.0f} conversations/s ({rate[2] / 2:,.0f} per core)   "
               f"x{speedup:.2f} (target >= {SPEEDUP_TARGET}: {verdict}; x{cpu[1] / per_worker:.2f} by CPU time: "
               f"{cpu[1]:.2f} s on 1 process, {per_worker:.2f} s per worker of 2; CPU of all {cpu[2]:.2f} s); "
-              f"two --jobs 1 runs at once: {pair:.2f} s, x{2 * best[1] / pair:.2f} (the ceiling on these cores)")
+              f"two --jobs 1 runs at once: {pair:.2f} s, x{2 * best[1] / pair:.2f} (independent processes on this work)")
         if verdict != "met":
             missed.append(f"{command} speed-up")
     print(f"peak memory of a worker (spawned; target < {MEMORY_TARGET_MB} MB):")
