@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Callable
 
-from ..lazy import quick_init
 from ..errors import InputError
 from ..formats import Format
 from ..kinds.ages import AGE_UNITS
 from ..kinds.base import RESULT, TURN, History
 from ..language.model import Budget, Rule, RuleSet, Step
+from ..lazy import quick_init
 from .facts import Facts, Origin
 from .report import Decision, PassReport
 from .stepping import Walk, step_boundary, walk_pay_back

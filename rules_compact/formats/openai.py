@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..lazy import lazy
 from itertools import chain, repeat
 from typing import Any
 
+from ..lazy import lazy
 from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
                    _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)

@@ -8,9 +8,9 @@ declaring ``KIND``; plugins add kinds through the same classes.
 from __future__ import annotations
 
 import operator
-from itertools import compress
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 if TYPE_CHECKING:
