@@ -46,54 +46,54 @@ def compile_placeholder(options, ctx, path) -> Action:
                 link = next((raw for cid, _, raw in facts.fmt.calls(out[at]) if cid == call_ids[index]), link)
             return link
 
+        def outcome(index, current) -> tuple[str | None, str | None]:
+            """The item's new text (None: it stays) and the note on it, if any."""
+            name = names[index]
+            spec, template, fixed = chosen.get(name) or choose(facts, name)
+            values, failed = None, None
+            if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
+                values = Variables(current, name, call_ids[index], estimate, call_of(index))
+                if template.recognises(current, values) or (summary is not None
+                                                            and summary.recognises(current, values)):
+                    # already a placeholder: the same text again when the plain string is asked for
+                    return (current if as_string and not isinstance(ed.result_content_at(index), str) else None), None
+            if summary is not None and spec is not None and spec.summarize is not None:
+                link = call_of(index)
+                values = values or Variables(current, name, call_ids[index], estimate, link)
+                try:
+                    values["summary"] = _summarize(spec, current, link)
+                except Exception as exc:  # a plugin's summarizer must never break compaction: the template then
+                    failed = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
+                else:
+                    new = summary.render(values)
+                    if (tokens := estimate(new)) > values["tokens"]:
+                        return None, (f"left as it is: the summary placeholder ({tokens} tokens) is larger than the "
+                                      f"result ({values['tokens']})")
+                    return new, None
+            if fixed is not None:
+                return fixed, failed
+            link = call_of(index)
+            key = (current, template, link, name, call_ids[index])  # what the render reads
+            known = rendered.get(id(current))
+            if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
+                values = values or Variables(current, name, call_ids[index], estimate, link)
+                known = rendered[id(current)] = (key, _render(template, values, estimate))
+            new, note = known[1]
+            return new, note if note is not None else failed
+
         notes = {}
         writes = []  # (item, new text), made after the loop (each item is in a message of its own), logged by item
         for index, current in zip(items, facts.texts_of(items)):
             if is_turn[index]:
                 notes[index] = "placeholder applies to tool results only"
                 continue
-            name = names[index]
-            spec, template, fixed = chosen.get(name) or choose(facts, name)
-            own = msg[index]
-            if out[own] is not inputs[own]:  # an earlier action edited its message
+            if out[msg[index]] is not inputs[msg[index]]:  # an earlier action edited its message
                 current = text_at(index)
-            values = None
-            if template.matches_any(current) or (summary is not None and summary.matches_any(current)):
-                values = Variables(current, name, call_ids[index], estimate, call_of(index))
-                if template.recognises(current, values) or (summary is not None
-                                                            and summary.recognises(current, values)):
-                    if as_string and not isinstance(ed.result_content_at(index), str):
-                        writes.append((index, current))  # same text, now the plain string asked for
-                    continue
-            if summary is not None and spec is not None and spec.summarize is not None:
-                link = call_of(index)
-                values = values or Variables(current, name, call_ids[index], estimate, link)
-                try:
-                    values["summary"] = _summarize(spec, current, link)
-                except Exception as exc:  # a plugin's summarizer must never break compaction
-                    notes[index] = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
-                else:
-                    new = summary.render(values)
-                    if (tokens := estimate(new)) > values["tokens"]:
-                        notes[index] = (f"left as it is: the summary placeholder ({tokens} tokens) is larger than the "
-                                        f"result ({values['tokens']})")
-                    else:
-                        writes.append((index, new))
-                    continue
-            if fixed is None:
-                link = call_of(index)
-                key = (current, template, link, name, call_ids[index])  # what the render reads
-                known = rendered.get(id(current))
-                if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
-                    values = values or Variables(current, name, call_ids[index], estimate, link)
-                    known = rendered[id(current)] = (key, _render(template, values, estimate))
-                new, note = known[1]
-                if note is not None:
-                    notes[index] = note
-                    continue
+            new, note = outcome(index, current)
+            if note is not None:
+                notes[index] = note
+            if new is not None:
                 writes.append((index, new))
-                continue
-            writes.append((index, fixed))
         ed.set_result_texts(writes, as_string)
         return notes
 
