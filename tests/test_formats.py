@@ -67,7 +67,8 @@ def _bent(draw, messages):
             break
         i = draw(st.integers(0, len(out) - 1))
         key = draw(st.sampled_from(["role", "content", "tool_calls", "function"]))
-        if key == "function" and isinstance(out[i].get("tool_calls"), list) and out[i]["tool_calls"]:
+        calls = out[i].get("tool_calls")
+        if key == "function" and isinstance(calls, list) and calls and isinstance(calls[0], dict):
             call = dict(out[i]["tool_calls"][0])
             call["function"] = draw(st.one_of(_ODD_VALUES, st.fixed_dictionaries({"name": _ODD_VALUES,
                                                                                   "arguments": _ODD_VALUES})))
