@@ -63,12 +63,12 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     own.  Messages a model API would reject for their shape raise InputError.
     """
     name, fmt = check_messages(messages, format)
-    fmt.check(messages)
+    scan = fmt.checked_scan(messages)
     rulesets = resolve_rules(rules)
     current, passes = messages, []
     with collector_paused():
         for ruleset in rulesets:
-            done = run_pass(current, ruleset, fmt, breakpoints_outside)
+            done = run_pass(current, ruleset, fmt, breakpoints_outside, scan if current is messages else None)
             current = done.messages
             passes.append(done.report)
     return finish(messages, current, name, rulesets, passes)

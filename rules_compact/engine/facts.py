@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import jmespath.exceptions
 
 from ..errors import InputError
-from ..formats import Format, Item, decode_args
+from ..formats import Format, Item, Scan, decode_args
 from ..jsontext import dumps_data
 from ..lazy import lazy
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
@@ -55,13 +55,13 @@ class Facts:
     fast = True
 
     def __init__(self, messages: list, fmt: Format, ruleset: RuleSet | None = None, origin: Origin = WHOLE,
-                 message_sizes: tuple[list[int], list[int]] | None = None):
+                 message_sizes: tuple[list[int], list[int]] | None = None, scan: Scan | None = None):
         self.messages = messages
         self.fmt = fmt
         self.ruleset = ruleset
         self.estimate = ruleset.estimator if ruleset is not None else ESTIMATORS[DEFAULT_ESTIMATOR]
         self.origin = origin
-        self.scan = fmt.scan(messages)
+        self.scan = scan if scan is not None else fmt.scan(messages)
         self._sizes = message_sizes
         self._memo: dict[tuple, Any] = {}
         self._items: dict[int, Item] = {}

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from ..errors import InputError
-from ..formats import Format
+from ..formats import Format, Scan
 from ..kinds.ages import AGE_UNITS
 from ..kinds.base import RESULT, TURN, History
 from ..language.model import Budget, Rule, RuleSet, Step
@@ -428,16 +428,18 @@ class Input:
         return self._tokens[start:end], self._chars[start:end]
 
 
-def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside: int = 0) -> Pass:
+def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside: int = 0,
+             scan: Scan | None = None) -> Pass:
     """One rule file over ``messages``: the new list and what was decided
-    (``breakpoints_outside``: the cache breakpoints the request holds outside the messages)."""
+    (``breakpoints_outside``: the cache breakpoints the request holds outside the messages;
+    ``scan``: the format's scan of ``messages``, if the caller has it)."""
     given = Input(messages, fmt, ruleset)
     boundary = boundary_of(ruleset, given)
     skip = skipped(ruleset, given, boundary)
     if skip:
         return Pass(messages, not_run(ruleset, skip, given), boundary)
     prefix = messages if boundary == len(messages) else messages[:boundary]
-    facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary))
+    facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary), scan=scan if prefix is messages else None)
     outside = Outside(breakpoints_outside, fmt, messages, boundary)
     decided = evaluate(facts, ruleset, lambda: sum(given.tokens()), outside)
     out = decided.out if boundary == len(messages) else decided.out + messages[boundary:]

@@ -334,6 +334,11 @@ class Format:
             if problem is not None:
                 raise InputError(f"{self.unit} {i}: {problem}")
 
+    def checked_scan(self, messages: list) -> Scan:
+        """:meth:`check`, then :meth:`scan` (a format may do both in one walk)."""
+        self.check(messages)
+        return self.scan(messages)
+
     def breakpoints(self, msg: Any) -> int:
         """How many cache breakpoints (``cache_control`` markers) a message holds."""
         return 0

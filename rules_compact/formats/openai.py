@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from itertools import chain, repeat
 from typing import Any
 
+from ..errors import InputError
 from ..lazy import lazy
 from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
                    _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
@@ -15,6 +15,7 @@ __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS", "OPENAI_CACHE_CONTR
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ROLE_SET = frozenset(OPENAI_ROLES)
+_OTHER_ROLES = _ROLE_SET - {"tool", "assistant"}
 #: Content parts of OpenAI messages that carry no breakpoint: thinking, and the tool_use blocks of
 #: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
 OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
@@ -55,21 +56,67 @@ def _has_calls(tool_calls: Any) -> bool:
 
 class OpenAIScan(Scan):
     """The generic scan's columns for Chat Completions messages (every item is a whole
-    message: a ``tool`` message or an ``assistant`` one), each computed when first read."""
+    message: a ``tool`` message or an ``assistant`` one).  One walk fills the items, their call
+    ids and error flags, ``call_at``, and ``doubtful``: the messages whose shape this walk could
+    not vouch for, which :meth:`OpenAIFormat.check` hands to ``problem``.  The other columns
+    are computed when first read."""
 
     def __init__(self, messages: list, fmt: OpenAIFormat):
         self._messages, self._fmt = messages, fmt
-        self._roles = roles = [m.get("role") for m in messages]
+        self._roles = roles = []
         self.msg = msg = []
         self.results = results = []
         self.turns = turns = []
-        for i, role in enumerate(roles):  # one walk for the four columns
+        self.call_id = call_ids = []
+        self.error_flag = errors = []
+        self.call_at = at = {}
+        self.doubtful = doubtful = []  # message indices
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict):
+                roles.append(None)
+                doubtful.append(i)
+                continue
+            role = m.get("role")
+            roles.append(role)
+            content = m.get("content")
+            plain = m.__class__ is dict and (content is None or content.__class__ is str)  # else problem decides
             if role == "tool":
                 results.append(len(msg))
                 msg.append(i)
+                cid = m.get("tool_call_id")
+                call_ids.append(cid if cid.__class__ is str else None)
+                errors.append(m.get("is_error") is True)
+                plain = plain and "tool_calls" not in m
             elif role == "assistant":
                 turns.append(len(msg))
                 msg.append(i)
+                call_ids.append(None)
+                errors.append(False)
+                tool_calls = m.get("tool_calls")
+                odd = tool_calls is not None
+                if tool_calls.__class__ is list:
+                    for call in tool_calls:
+                        try:  # the usual shape
+                            cid, fn = call["id"], call["function"]
+                            name, arguments = fn["name"], fn["arguments"]
+                        except (KeyError, TypeError):
+                            break
+                        if call.__class__ is not dict or fn.__class__ is not dict or name.__class__ is not str \
+                                or arguments.__class__ is not str:
+                            break
+                        if cid.__class__ is str and cid not in at:
+                            at[cid] = (call, i, name)
+                    else:
+                        odd = False
+                if odd:  # the calls as _calls reads them
+                    plain = False
+                    for cid, name, call in _calls(tool_calls):
+                        if cid not in at:
+                            at[cid] = (call, i, name)
+            else:
+                plain = plain and role.__class__ is str and role in _OTHER_ROLES and "tool_calls" not in m
+            if not plain:
+                doubtful.append(i)
         self.is_turn = is_turn = [False] * len(msg)
         for k in turns:
             is_turn[k] = True
@@ -77,29 +124,6 @@ class OpenAIScan(Scan):
     @lazy
     def block(self) -> list:
         return [None] * len(self.msg)
-
-    @property
-    def call_id(self) -> list:
-        return self._result_fields[0]
-
-    @property
-    def error_flag(self) -> list[bool]:
-        return self._result_fields[1]
-
-    @lazy
-    def _result_fields(self) -> tuple[list, list[bool]]:
-        """Per item: the call id a result answers, and its error flag (one walk over the results)."""
-        messages, msg = self._messages, self.msg
-        call_ids: list = [None] * len(msg)
-        errors = [False] * len(msg)
-        for k in self.results:
-            m = messages[msg[k]]
-            cid = m.get("tool_call_id")
-            if cid.__class__ is str:
-                call_ids[k] = cid
-            if m.get("is_error") is True:
-                errors[k] = True
-        return call_ids, errors
 
     @lazy
     def calls_of(self) -> list:
@@ -110,36 +134,6 @@ class OpenAIScan(Scan):
     def calls(self) -> list:
         calls_of = self.calls_of
         return [calls_of[m] if turn else _NO for m, turn in zip(self.msg, self.is_turn)]  # tuples, shared
-
-    @lazy
-    def call_at(self) -> dict:
-        at: dict = {}
-        if "calls_of" in self.__dict__:
-            for i, calls in enumerate(self.calls_of):
-                for call_id, name, call in calls:
-                    if call_id not in at:
-                        at[call_id] = (call, i, name)
-            return at
-        messages = self._messages
-        for i, role in enumerate(self._roles):  # the same, without building each message's calls
-            if role == "assistant":
-                tool_calls = messages[i].get("tool_calls")
-                if not tool_calls or not isinstance(tool_calls, list):
-                    continue
-                for call in tool_calls:
-                    try:  # the usual shape, read as _call reads it
-                        call_id = call["id"]
-                        name = call["function"]["name"]
-                    except (KeyError, TypeError):
-                        call_id = None
-                    if call_id.__class__ is not str or name.__class__ is not str or call.__class__ is not dict:
-                        found = _call(call)
-                        if found is None:
-                            continue
-                        call_id, name, _ = found
-                    if call_id not in at:
-                        at[call_id] = (call, i, name)
-        return at
 
     @lazy
     def thinking(self) -> list[bool]:
@@ -216,10 +210,7 @@ class OpenAIFormat(Format):
     name = "openai"
 
     def scan(self, messages: list) -> Scan:
-        try:
-            return OpenAIScan(messages, self)
-        except AttributeError:  # a message that is no dict: the generic scan copes
-            return super().scan(messages)
+        return OpenAIScan(messages, self)
 
     @staticmethod
     def shows(msg: dict) -> bool:
@@ -359,11 +350,22 @@ class OpenAIFormat(Format):
         return msg if marked is None else {**msg, "content": marked}
 
     def check(self, messages: list, start: int = 0) -> None:
-        """As :meth:`Format.check`, with a fast path: a list whose messages all have a known
-        role, string or null content and well-typed tool calls is passed in bulk (a few messages,
-        such as a Compactor's new ones, are checked one by one: cheaper than the bulk test)."""
-        if len(messages) - start <= FEW_MESSAGES or not _plainly_valid(messages[start:] if start else messages):
+        """As :meth:`Format.check`: the scan's walk vouches for most messages, and ``problem``
+        decides on the others (a few messages, such as a Compactor's new ones, go straight to it)."""
+        if len(messages) - start <= FEW_MESSAGES:
             super().check(messages, start)
+        else:
+            self._checked(OpenAIScan(messages[start:] if start else messages, self), start)
+
+    def checked_scan(self, messages: list) -> Scan:
+        return self._checked(OpenAIScan(messages, self))
+
+    def _checked(self, scan: OpenAIScan, offset: int = 0) -> OpenAIScan:
+        for i in scan.doubtful:
+            problem = self.problem(scan._messages[i])
+            if problem is not None:
+                raise InputError(f"{self.unit} {i + offset}: {problem}")
+        return scan
 
     def problem(self, msg: Any) -> str | None:
         problem = role_problem(msg, OPENAI_ROLES)
@@ -391,38 +393,6 @@ class OpenAIFormat(Format):
 
 
 FEW_MESSAGES = 8
-
-
-def _plainly_valid(messages: list) -> bool:
-    """Whether every message has a known role, string or null content and tool calls whose
-    names and arguments are strings: what :meth:`OpenAIFormat.problem` passes, tested a
-    column at a time (False sends the list through the message-by-message check)."""
-    try:
-        if not set(map(type, messages)) <= _DICT:
-            return False
-        if not set(map(dict.get, messages, repeat("role"))) <= _ROLE_SET:
-            return False
-        if not set(map(type, map(dict.get, messages, repeat("content")))) <= _PLAIN_CONTENT:
-            return False
-        calls = [c for c in map(dict.get, messages, repeat("tool_calls")) if c is not None]
-        if not set(map(type, calls)) <= _LIST:
-            return False
-        calls = list(chain.from_iterable(calls))
-        if not calls:
-            return True
-        if not set(map(type, calls)) <= _DICT:
-            return False
-        functions = list(map(dict.get, calls, repeat("function")))
-        if not set(map(type, functions)) <= _DICT:
-            return False
-        return all(set(map(type, map(dict.get, functions, repeat(key), repeat("")))) <= _STR
-                   for key in ("name", "arguments"))
-    except TypeError:  # an unhashable role
-        return False
-
-
-_DICT, _LIST, _STR = frozenset({dict}), frozenset({list}), frozenset({str})
-_PLAIN_CONTENT = frozenset({str, type(None)})
 
 
 class CacheControlOpenAIFormat(OpenAIFormat):
