@@ -80,6 +80,14 @@ def _bent(draw, messages):
     return out
 
 
+@property_settings()
+@given(data=st.data(), messages=openai_conversations())
+def test_the_openai_scan_reads_bent_messages_as_the_generic_one(data, messages):
+    """Where the walk meets a shape it does not vouch for (odd roles, contents, calls, a message
+    that is no object), it reads the message as the generic scan does."""
+    _same_scans(FORMATS["openai"], data.draw(_bent(messages)))
+
+
 def _first_problem(fmt, messages):
     try:
         fmt.check(messages)
@@ -91,7 +99,8 @@ def _first_problem(fmt, messages):
 @property_settings()
 @given(data=st.data(), messages=openai_conversations())
 def test_the_openai_bulk_check_finds_what_the_message_check_finds(data, messages):
-    """OpenAIFormat.check's fast path (a column at a time) passes exactly what problem() passes."""
+    """OpenAIFormat.check's fast path (the scan's walk vouches for the usual shape) passes exactly what
+    problem() passes."""
     fmt = FORMATS["openai"]
     bent = data.draw(_bent(messages))
     expected = next((f"message {i}: {p}" for i, m in enumerate(bent) if (p := fmt.problem(m)) is not None), None)
