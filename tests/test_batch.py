@@ -156,7 +156,7 @@ SPLIT = {
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of about 40 messages: each file of MANY but the last splits into several."""
-    monkeypatch.setattr(batch, "CHUNK_MESSAGES", 40)
+    monkeypatch.setattr(batch.files, "CHUNK_MESSAGES", 40)
 
 
 @pytest.mark.parametrize("command", sorted(SPLIT))
@@ -335,7 +335,7 @@ def test_on_a_dask_cluster_the_output_is_the_same(capsys, serial):
 
 def test_scheduler_that_cannot_be_reached_is_one_error_line(capsys, monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(batch, "CONNECT_TIMEOUT", "0.5s")
+    monkeypatch.setattr(batch.cluster, "CONNECT_TIMEOUT", "0.5s")
     rc, out, err = run(capsys, "stats", FILES[0], "--scheduler", "tcp://127.0.0.1:9")
     assert rc == 2 and out == "" and err.startswith("rules-compact: error: --scheduler tcp://127.0.0.1:9: cannot connect")
     assert len(err.splitlines()) == 1

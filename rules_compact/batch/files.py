@@ -1,0 +1,142 @@
+"""Files read into results: a file's conversations, checked in the format their rules see,
+and, for a file of many conversations, its chunks (what several workers compute)."""
+
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from ..documents import read_conversations_from
+from ..errors import InputError, RulesCompactError
+from ..formats import FORMATS
+from ..readers import Conversation
+
+if TYPE_CHECKING:
+    from .tasks import Task
+
+__all__ = ["read_file", "FileResult", "read_results", "CHUNK_MESSAGES", "here"]
+
+def read_file(path: str, forced: str | None, warn: Callable[[str], None]) -> list[tuple[Conversation, str]]:
+    """Each conversation of a file (``-``: stdin) with the format its rules see: ``forced``, else
+    the detected one.
+
+    Messages the API would reject in a forced format raise InputError naming the detected
+    format.  A forced format that finds fewer items (tool results and assistant turns) than the
+    detected one, none at all for instance, is a ``warn``-ing saying which format the content
+    looks like.
+    """
+    out = []
+    for conv in read_conversations_from(path):
+        fmt = forced or conv.format
+        if fmt != conv.format and conv.messages:
+            try:  # one error line: the API would reject the messages in the forced format
+                FORMATS[fmt].check(conv.messages)
+            except InputError as error:
+                raise InputError(f"{conv.name}: {error}; the content looks like {conv.format} "
+                                 f"(--format {conv.format})") from None
+            found = len(FORMATS[fmt].items(conv.messages))
+            detected = len(FORMATS[conv.format].items(conv.messages))
+            if found < detected:
+                what = f"finds only {found} of the {detected}" if found else f"finds none of the {detected}"
+                warn(f"{conv.name}: --format {fmt} {what} tool results and assistant turns; "
+                     f"the content looks like {conv.format} (--format {conv.format})")
+        out.append((conv, fmt))
+    return out
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """One file's results (one per conversation, ``Task.compute``'s), its warnings, and the error
+    that stopped it (then no results)."""
+
+    path: str
+    results: tuple = ()
+    warnings: tuple[str, ...] = ()
+    error: RulesCompactError | None = None
+
+    def rows(self, task: Task) -> list[dict]:
+        return [row for result in self.results for row in task.records(result)]
+
+
+def read_results(task: Task, path: str) -> FileResult:
+    """Read one file and compute its results; a bad file's error is returned, not raised."""
+    warnings: list[str] = []
+    try:
+        found = read_file(path, task.format, warnings.append)
+    except RulesCompactError as exc:
+        return FileResult(path, (), tuple(warnings), exc)
+    return computed(task, path, found, tuple(warnings))
+
+
+def computed(task: Task, path: str, found: Sequence[tuple[Conversation, str]], warnings: tuple[str, ...]) -> FileResult:
+    try:
+        return FileResult(path, tuple(task.compute(conv, fmt) for conv, fmt in found), warnings)
+    except RulesCompactError as exc:
+        return FileResult(path, (), warnings, exc)
+
+
+#: A file of more messages than this, in more than one conversation, is computed in chunks of
+#: about this many messages (whole conversations) on all the workers.
+CHUNK_MESSAGES = 500
+
+
+@dataclass(frozen=True)
+class Split:
+    """A file read and split: its warnings, the results of its first chunk when the reader
+    computed it, and its other conversations in chunks, each pickled (a list of
+    (Conversation, format)) to travel to a worker as bytes."""
+
+    path: str
+    warnings: tuple[str, ...]
+    first: FileResult | None
+    chunks: tuple[bytes, ...]
+
+    def joined(self, parts: Sequence[FileResult]) -> FileResult:
+        """The file's result from its chunks' (in order): what :func:`read_results` gives."""
+        parts = [self.first, *parts] if self.first is not None else parts
+        error = next((part.error for part in parts if part.error is not None), None)
+        if error is not None:
+            return FileResult(self.path, (), self.warnings, error)
+        return FileResult(self.path, tuple(r for part in parts for r in part.results), self.warnings)
+
+
+def chunks_of(found: list[tuple[Conversation, str]]) -> list[list[tuple[Conversation, str]]]:
+    """Consecutive conversations in chunks of at least CHUNK_MESSAGES messages (the last may have fewer)."""
+    chunks: list[list[tuple[Conversation, str]]] = [[]]
+    size = 0
+    for conv, fmt in found:
+        if size >= CHUNK_MESSAGES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append((conv, fmt))
+        size += len(conv.messages)
+    return chunks
+
+
+def read_or_split(task: Task, path: str, compute_first: bool = True) -> FileResult | Split:
+    """A file's result, or when it splits in chunks, its :class:`Split` (with the first chunk
+    computed: a worker that read a file has it at hand); a bad file's error returned."""
+    warnings: list[str] = []
+    try:
+        found = read_file(path, task.format, warnings.append)
+    except RulesCompactError as exc:
+        return FileResult(path, (), tuple(warnings), exc)
+    chunks = chunks_of(found)
+    if len(chunks) == 1:
+        return computed(task, path, found, tuple(warnings))
+    first = computed(task, "", chunks.pop(0), ()) if compute_first else None
+    return Split(path, tuple(warnings), first, tuple(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL) for chunk in chunks))
+
+
+def here(task: Task, path: str, refuse, read: Callable[[Task, str], object]) -> Future:
+    """A path's result (``read``'s) computed in this process (stdin, a refused path, ``jobs`` 1)."""
+    why = refuse(path) if refuse is not None else None
+    return done(FileResult(path, error=InputError(why)) if why else read(task, path))
+
+
+def done(result) -> Future:
+    future: Future = Future()
+    future.set_result(result)
+    return future
