@@ -63,10 +63,10 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
     own.  Messages a model API would reject for their shape raise InputError.
     """
     name, fmt = check_messages(messages, format)
-    scan = fmt.checked_scan(messages)
     rulesets = resolve_rules(rules)
     current, passes = messages, []
     with collector_paused():
+        scan = fmt.checked_scan(messages)
         for ruleset in rulesets:
             done = run_pass(current, ruleset, fmt, breakpoints_outside, scan if current is messages else None)
             current = done.messages
@@ -75,7 +75,7 @@ def compact(messages: list, rules: RuleSet | str | os.PathLike | Sequence | None
 
 
 class collector_paused:
-    """Pause Python's cyclic garbage collector during a pass.  A pass makes many small
+    """Pause Python's cyclic garbage collector during the scan and the passes.  A pass makes many small
     containers and no reference cycles; with a long history alive, the collections that those
     allocations trigger would walk it again and again (10 times the messages took 15 times
     as long).  (A class, not a generator: entered on every call.)"""
