@@ -11,7 +11,7 @@ which grow with the history (the loop's own time grows 15x from 10,000 to 100,00
 its count 11x).
 
 Usage:
-    python3 bench/instructions.py                  # about 5 minutes on 2 cores
+    python3 bench/instructions.py --growth         # about 20 minutes
     python3 bench/instructions.py --sizes 100 1000 --growth
 """
 
