@@ -14,6 +14,7 @@ messages outside the item's span, and kinds that do not say how they change sett
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -36,23 +37,39 @@ class Settling:
     superseded: tuple  # the keys of the superseded matchers (None: the whole arguments)
     in_tail: bool
 
-    def final(self, facts: Facts, item: int) -> bool:
+    def first_open(self, facts: Facts) -> int:
+        """The first item of the facts that is not final (``len(facts)`` when none is): the
+        last item, the last assistant turn, an item in the tail, an age below its bound."""
         scan = facts.scan
-        if item == len(scan) - 1 or (scan.is_turn[item] and scan.msg[item] == scan.last_assistant):
-            return False
-        if self.in_tail and facts.in_tail(item):
-            return False
+        first = len(scan) - 1  # the last item never settles
+        if first < 0:
+            return 0
+        msg, last = scan.msg, scan.last_assistant
+        if last is not None:  # nor does the last assistant turn
+            is_turn = scan.is_turn
+            for i in range(bisect_left(msg, last, hi=first), first):
+                if msg[i] != last:
+                    break
+                if is_turn[i]:
+                    first = i
+                    break
+        if self.in_tail:
+            user_turns = scan.user_turns
+            if user_turns:
+                first = min(first, bisect_left(msg, user_turns[-1], hi=first))
+            elif facts.origin.user_turn_before:
+                return 0
         for key, saturation in self.ages:
-            if facts.ages(*key)[item] < saturation:
-                return False
-        return True
+            for i, age in enumerate(facts.ages(*key)[:first]):
+                if age < saturation:
+                    first = i
+                    break
+        return first
 
     def cut(self, facts: Facts) -> int:
         """How many leading messages of the facts hold only settled items (a span is kept whole)."""
-        for i in range(len(facts.scan)):
-            if not self.final(facts, i):
-                return facts.scan.span_start(i)
-        return len(facts.messages)
+        first = self.first_open(facts)
+        return facts.scan.span_start(first) if first < len(facts.scan) else len(facts.messages)
 
 
 def _nodes(matcher: Matcher) -> Iterable[Matcher]:
@@ -159,10 +176,8 @@ class Settled:
     def crosses(self, facts: Facts) -> bool:
         """Whether an item after the settled prefix links to a call or a result in it."""
         calls, answered, scan = self.store.calls, self.store.answered, facts.scan
-        call_id = scan.call_id
-        for i in scan.results:
-            if call_id[i] in calls:
-                return True
+        if not calls.isdisjoint(scan.call_id):  # a result's (a turn's is None)
+            return True
         made = scan.call_at  # every call of the later turns
         return not calls.isdisjoint(made) or not answered.isdisjoint(made)
 
@@ -202,7 +217,7 @@ class Settled:
         scan = facts.scan
         if decided.asked is not None:  # a decision that read the whole request's breakpoints stays open
             cut = min(cut, scan.span_start(decided.asked))
-        done = next((i for i in range(len(scan)) if scan.msg[i] >= cut), len(scan))
+        done = bisect_left(scan.msg, cut)  # the items before the cut
         offset, items = self.start, self.items
         starts = [offset + scan.span_start(i) for i in range(done)]
         for key in settling.superseded:
@@ -224,8 +239,10 @@ class Settled:
         store.log += logged
         store.span_of += starts
         store.calls.update(cid for cid, (_, at, _) in scan.call_at.items() if at < cut)
-        store.answered.update(cid for cid in scan.call_id[:done] if cid is not None)
-        store.user_turns += [offset + u for u in scan.user_turns if u < cut]
+        store.answered.update(scan.call_id[:done])
+        store.answered.discard(None)  # a turn's, or a result's that answers no call
+        user_turns = scan.user_turns
+        store.user_turns += [offset + u for u in user_turns[:bisect_left(user_turns, cut)]]
         changed = self.changed + len({entry[0] for entry in logged})
         return Settled(store, offset + cut, items + done, self.logged + len(logged), changed)
 
