@@ -228,13 +228,12 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     log = editor.log
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
-    if tally is None and not facts.fmt.shared_messages and all(
-            a.kind is not None and a.kind.item_only for rule in by_rule for a in rule.actions):
+    if tally is None and not facts.fmt.shared_messages and all(rule.item_only for rule in by_rule):
         # Each item's edits touch its own message alone: apply them rule by rule (but for the
         # rules whose actions read the whole request: item by item, below).
         todo = []
         for rule, items in by_rule.items():
-            if any(a.kind.reads_request for a in rule.actions):
+            if rule.reads_request:
                 todo += items
                 continue
             items.sort()
@@ -272,7 +271,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
 def _request_readers_last(todo: list, chosen: list) -> list:
     """``todo`` with the items whose actions read the whole request (its breakpoints) moved
     after the others, in order: they see the request as every other edit leaves it."""
-    late = [i for i in todo if any(a.kind is not None and a.kind.reads_request for a in chosen[i].actions)]
+    late = [i for i in todo if chosen[i].reads_request]
     if not late:
         return todo
     moved = set(late)

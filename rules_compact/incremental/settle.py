@@ -131,8 +131,8 @@ class _Store:
     chosen: list = field(default_factory=list)
     notes: dict = field(default_factory=dict)  # item -> note
     log: list = field(default_factory=list)  # (item, message index, the message as it was)
-    span_of: list = field(default_factory=list)  # per item: the message where its span (or it) starts
-    user_turns: list = field(default_factory=list)  # message indices
+    msg_of: list = field(default_factory=list)  # per item: its message
+    first_user_turn: int | None = None  # the message index of the first user turn
     breakpoints: int = 0  # the cache breakpoints its outputs hold
     calls: set = field(default_factory=set)  # every call id of its turns
     answered: set = field(default_factory=set)  # every call id its results answer
@@ -156,8 +156,8 @@ class Settled:
 
     @property
     def user_turn(self) -> bool:
-        turns = self.store.user_turns
-        return bool(turns) and turns[0] < self.start
+        first = self.store.first_user_turn
+        return first is not None and first < self.start
 
     @property
     def origin(self) -> Origin:
@@ -197,13 +197,15 @@ class Settled:
     def cut(self, start: int, fmt: Format) -> Settled:
         """The same prefix, settled only up to message ``start``, in a store of its own."""
         store = self.store
-        items = next((i for i in range(self.items) if store.span_of[i] >= start), self.items)
+        # ``start`` is where a span (or an item outside one) starts: its first item is the first at or after it
+        items = bisect_left(store.msg_of, start, hi=self.items)
         outputs = store.outputs[:start]
         scan = fmt.scan(outputs)  # compaction keeps every id: the outputs link as the inputs did
         kept = _Store(
             outputs, store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
-            [entry for entry in store.log[:self.logged] if entry[0] < items], store.span_of[:items],
-            [u for u in store.user_turns if u < start], sum(map(fmt.breakpoints, outputs)), set(scan.call_at),
+            [entry for entry in store.log[:self.logged] if entry[0] < items], store.msg_of[:items],
+            first if (first := store.first_user_turn) is not None and first < start else None,
+            sum(map(fmt.breakpoints, outputs)), set(scan.call_at),
             {scan.call_id[i] for i in scan.results if scan.call_id[i] is not None},
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
         return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
@@ -219,7 +221,6 @@ class Settled:
             cut = min(cut, scan.span_start(decided.asked))
         done = bisect_left(scan.msg, cut)  # the items before the cut
         offset, items = self.start, self.items
-        starts = [offset + scan.span_start(i) for i in range(done)]
         for key in settling.superseded:
             table = store.latest.setdefault(key, {})
             repeated = facts.superseded(key)
@@ -228,7 +229,7 @@ class Settled:
                 if not scan.is_turn[i] and link[0] is not None and i not in repeated:
                     found = signature(link[2], link[0], key)
                     if found is not None and found not in table:
-                        table[found] = starts[i]
+                        table[found] = offset + scan.span_start(i)
         store.outputs += decided.out[:cut]
         store.breakpoints += sum(map(facts.fmt.breakpoints, decided.out[:cut]))
         store.chosen += decided.chosen[:done]
@@ -237,12 +238,12 @@ class Settled:
                 store.notes[items + i] = note
         logged = [(items + i, offset + index, before) for i, index, before in decided.log if i < done]
         store.log += logged
-        store.span_of += starts
+        store.msg_of += [offset + m for m in scan.msg[:done]]
         store.calls.update(cid for cid, (_, at, _) in scan.call_at.items() if at < cut)
         store.answered.update(scan.call_id[:done])
         store.answered.discard(None)  # a turn's, or a result's that answers no call
-        user_turns = scan.user_turns
-        store.user_turns += [offset + u for u in user_turns[:bisect_left(user_turns, cut)]]
+        if store.first_user_turn is None and scan.user_turns and scan.user_turns[0] < cut:
+            store.first_user_turn = offset + scan.user_turns[0]
         changed = self.changed + len({entry[0] for entry in logged})
         return Settled(store, offset + cut, items + done, self.logged + len(logged), changed)
 
