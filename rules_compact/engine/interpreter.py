@@ -445,16 +445,17 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside:
 
 class Outside:
     """The cache breakpoints a pass's request holds outside the messages the rules decide on:
-    outside the messages, after the boundary, and (``before``) in a settled prefix; counted
+    outside the messages, after the boundary, and (``before()``) in a settled prefix; counted
     when an action first asks."""
 
-    def __init__(self, outside: int, fmt: Format, messages: list, boundary: int, before: int = 0):
+    def __init__(self, outside: int, fmt: Format, messages: list, boundary: int,
+                 before: Callable[[], int] | None = None):
         self.outside, self.fmt, self.messages, self.boundary, self.before = outside, fmt, messages, boundary, before
         self.held: int | None = None  # once counted: those outside and after the boundary
 
     def __call__(self) -> int:
         self.held = self.outside + sum(map(self.fmt.breakpoints, self.messages[self.boundary:]))
-        return self.held + self.before
+        return self.held + (self.before() if self.before is not None else 0)
 
 
 
@@ -474,9 +475,19 @@ def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
     return None
 
 
+_BASES: dict[int, tuple[RuleSet, dict]] = {}
+
+
 def _base(ruleset: RuleSet) -> dict:
-    return dict(ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
-                idempotent=ruleset.idempotent)
+    """The report fields that come from the rule file alone (worked out once per rule file)."""
+    found = _BASES.get(id(ruleset))
+    if found is None or found[0] is not ruleset:
+        if len(_BASES) > 256:
+            _BASES.clear()
+        found = _BASES[id(ruleset)] = (ruleset, dict(
+            ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
+            idempotent=ruleset.idempotent))
+    return found[1]
 
 
 def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:

@@ -133,10 +133,18 @@ class _Store:
     log: list = field(default_factory=list)  # (item, message index, the message as it was)
     msg_of: list = field(default_factory=list)  # per item: its message
     first_user_turn: int | None = None  # the message index of the first user turn
-    breakpoints: int = 0  # the cache breakpoints its outputs hold
+    counted: int = 0  # the leading outputs whose cache breakpoints were counted (when first asked)
+    breakpoints: int = 0  # the cache breakpoints those hold
     calls: set = field(default_factory=set)  # every call id of its turns
     answered: set = field(default_factory=set)  # every call id its results answer
     latest: dict = field(default_factory=dict)  # superseded key -> {signature: message to reopen from}
+
+    def breakpoints_in(self, fmt: Format) -> int:
+        """The cache breakpoints its outputs hold (counted when an action first asks)."""
+        if self.counted < len(self.outputs):
+            self.breakpoints += sum(map(fmt.breakpoints, self.outputs[self.counted:]))
+            self.counted = len(self.outputs)
+        return self.breakpoints
 
 
 @quick_init
@@ -205,7 +213,7 @@ class Settled:
             outputs, store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
             [entry for entry in store.log[:self.logged] if entry[0] < items], store.msg_of[:items],
             first if (first := store.first_user_turn) is not None and first < start else None,
-            sum(map(fmt.breakpoints, outputs)), set(scan.call_at),
+            0, 0, set(scan.call_at),
             {scan.call_id[i] for i in scan.results if scan.call_id[i] is not None},
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
         return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
@@ -231,20 +239,20 @@ class Settled:
                     if found is not None and found not in table:
                         table[found] = offset + scan.span_start(i)
         store.outputs += decided.out[:cut]
-        store.breakpoints += sum(map(facts.fmt.breakpoints, decided.out[:cut]))
         store.chosen += decided.chosen[:done]
         for i, note in decided.notes.items():
             if i < done:
                 store.notes[items + i] = note
         logged = [(items + i, offset + index, before) for i, index, before in decided.log if i < done]
-        store.log += logged
+        if logged:
+            store.log += logged
         store.msg_of += [offset + m for m in scan.msg[:done]]
         store.calls.update(cid for cid, (_, at, _) in scan.call_at.items() if at < cut)
         store.answered.update(scan.call_id[:done])
         store.answered.discard(None)  # a turn's, or a result's that answers no call
         if store.first_user_turn is None and scan.user_turns and scan.user_turns[0] < cut:
             store.first_user_turn = offset + scan.user_turns[0]
-        changed = self.changed + len({entry[0] for entry in logged})
+        changed = self.changed + len({entry[0] for entry in logged}) if logged else self.changed
         return Settled(store, offset + cut, items + done, self.logged + len(logged), changed)
 
 
