@@ -228,13 +228,12 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     log = editor.log
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
-    if tally is None and not facts.fmt.shared_messages and all(
-            a.kind is not None and a.kind.item_only for rule in by_rule for a in rule.actions):
+    if tally is None and not facts.fmt.shared_messages and all(rule.item_only for rule in by_rule):
         # Each item's edits touch its own message alone: apply them rule by rule (but for the
         # rules whose actions read the whole request: item by item, below).
         todo = []
         for rule, items in by_rule.items():
-            if any(a.kind.reads_request for a in rule.actions):
+            if rule.reads_request:
                 todo += items
                 continue
             items.sort()
@@ -272,7 +271,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
 def _request_readers_last(todo: list, chosen: list) -> list:
     """``todo`` with the items whose actions read the whole request (its breakpoints) moved
     after the others, in order: they see the request as every other edit leaves it."""
-    late = [i for i in todo if any(a.kind is not None and a.kind.reads_request for a in chosen[i].actions)]
+    late = [i for i in todo if chosen[i].reads_request]
     if not late:
         return todo
     moved = set(late)
@@ -448,16 +447,17 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside:
 
 class Outside:
     """The cache breakpoints a pass's request holds outside the messages the rules decide on:
-    outside the messages, after the boundary, and (``before``) in a settled prefix; counted
+    outside the messages, after the boundary, and (``before()``) in a settled prefix; counted
     when an action first asks."""
 
-    def __init__(self, outside: int, fmt: Format, messages: list, boundary: int, before: int = 0):
+    def __init__(self, outside: int, fmt: Format, messages: list, boundary: int,
+                 before: Callable[[], int] | None = None):
         self.outside, self.fmt, self.messages, self.boundary, self.before = outside, fmt, messages, boundary, before
         self.held: int | None = None  # once counted: those outside and after the boundary
 
     def __call__(self) -> int:
         self.held = self.outside + sum(map(self.fmt.breakpoints, self.messages[self.boundary:]))
-        return self.held + self.before
+        return self.held + (self.before() if self.before is not None else 0)
 
 
 
@@ -477,9 +477,19 @@ def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
     return None
 
 
+_BASES: dict[int, tuple[RuleSet, dict]] = {}
+
+
 def _base(ruleset: RuleSet) -> dict:
-    return dict(ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
-                idempotent=ruleset.idempotent)
+    """The report fields that come from the rule file alone (worked out once per rule file)."""
+    found = _BASES.get(id(ruleset))
+    if found is None or found[0] is not ruleset:
+        if len(_BASES) > 256:
+            _BASES.clear()
+        found = _BASES[id(ruleset)] = (ruleset, dict(
+            ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
+            idempotent=ruleset.idempotent))
+    return found[1]
 
 
 def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:

@@ -6,7 +6,7 @@ import operator
 import os
 import threading
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Sequence
 
 from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
@@ -131,7 +131,7 @@ class Compactor:
             decided = evaluate(facts, ruleset, total, around)
             joined, settled = decided, Settled.empty() if settling is not None else None
         else:
-            around = Outside(outside, fmt, messages, boundary, settled.store.breakpoints)
+            around = Outside(outside, fmt, messages, boundary, partial(settled.store.breakpoints_in, fmt))
             decided = evaluate(facts, ruleset, total, around)
             joined = Joined(settled, decided)
         if settling is not None and not decided.unapplied:
@@ -279,5 +279,6 @@ class _Memo:
         upto = self.upto
         if len(messages) < upto or (verify and self.snapshots is None and upto):
             return False
-        head = messages[:upto] if len(messages) > upto else messages
-        return all(map(operator.is_, head, self.inputs)) and (not verify or head == self.snapshots)
+        if not all(map(operator.is_, messages, self.inputs)):  # (up to the shorter: the inputs)
+            return False
+        return not verify or (messages[:upto] if len(messages) > upto else messages) == self.snapshots

@@ -14,6 +14,7 @@ messages outside the item's span, and kinds that do not say how they change sett
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -36,23 +37,39 @@ class Settling:
     superseded: tuple  # the keys of the superseded matchers (None: the whole arguments)
     in_tail: bool
 
-    def final(self, facts: Facts, item: int) -> bool:
+    def first_open(self, facts: Facts) -> int:
+        """The first item of the facts that is not final (``len(facts)`` when none is): the
+        last item, the last assistant turn, an item in the tail, an age below its bound."""
         scan = facts.scan
-        if item == len(scan) - 1 or (scan.is_turn[item] and scan.msg[item] == scan.last_assistant):
-            return False
-        if self.in_tail and facts.in_tail(item):
-            return False
+        first = len(scan) - 1  # the last item never settles
+        if first < 0:
+            return 0
+        msg, last = scan.msg, scan.last_assistant
+        if last is not None:  # nor does the last assistant turn
+            is_turn = scan.is_turn
+            for i in range(bisect_left(msg, last, hi=first), first):
+                if msg[i] != last:
+                    break
+                if is_turn[i]:
+                    first = i
+                    break
+        if self.in_tail:
+            user_turns = scan.user_turns
+            if user_turns:
+                first = min(first, bisect_left(msg, user_turns[-1], hi=first))
+            elif facts.origin.user_turn_before:
+                return 0
         for key, saturation in self.ages:
-            if facts.ages(*key)[item] < saturation:
-                return False
-        return True
+            for i, age in enumerate(facts.ages(*key)[:first]):
+                if age < saturation:
+                    first = i
+                    break
+        return first
 
     def cut(self, facts: Facts) -> int:
         """How many leading messages of the facts hold only settled items (a span is kept whole)."""
-        for i in range(len(facts.scan)):
-            if not self.final(facts, i):
-                return facts.scan.span_start(i)
-        return len(facts.messages)
+        first = self.first_open(facts)
+        return facts.scan.span_start(first) if first < len(facts.scan) else len(facts.messages)
 
 
 def _nodes(matcher: Matcher) -> Iterable[Matcher]:
@@ -114,12 +131,20 @@ class _Store:
     chosen: list = field(default_factory=list)
     notes: dict = field(default_factory=dict)  # item -> note
     log: list = field(default_factory=list)  # (item, message index, the message as it was)
-    span_of: list = field(default_factory=list)  # per item: the message where its span (or it) starts
-    user_turns: list = field(default_factory=list)  # message indices
-    breakpoints: int = 0  # the cache breakpoints its outputs hold
+    msg_of: list = field(default_factory=list)  # per item: its message
+    first_user_turn: int | None = None  # the message index of the first user turn
+    counted: int = 0  # the leading outputs whose cache breakpoints were counted (when first asked)
+    breakpoints: int = 0  # the cache breakpoints those hold
     calls: set = field(default_factory=set)  # every call id of its turns
     answered: set = field(default_factory=set)  # every call id its results answer
     latest: dict = field(default_factory=dict)  # superseded key -> {signature: message to reopen from}
+
+    def breakpoints_in(self, fmt: Format) -> int:
+        """The cache breakpoints its outputs hold (counted when an action first asks)."""
+        if self.counted < len(self.outputs):
+            self.breakpoints += sum(map(fmt.breakpoints, self.outputs[self.counted:]))
+            self.counted = len(self.outputs)
+        return self.breakpoints
 
 
 @quick_init
@@ -139,8 +164,8 @@ class Settled:
 
     @property
     def user_turn(self) -> bool:
-        turns = self.store.user_turns
-        return bool(turns) and turns[0] < self.start
+        first = self.store.first_user_turn
+        return first is not None and first < self.start
 
     @property
     def origin(self) -> Origin:
@@ -159,10 +184,8 @@ class Settled:
     def crosses(self, facts: Facts) -> bool:
         """Whether an item after the settled prefix links to a call or a result in it."""
         calls, answered, scan = self.store.calls, self.store.answered, facts.scan
-        call_id = scan.call_id
-        for i in scan.results:
-            if call_id[i] in calls:
-                return True
+        if not calls.isdisjoint(scan.call_id):  # a result's (a turn's is None)
+            return True
         made = scan.call_at  # every call of the later turns
         return not calls.isdisjoint(made) or not answered.isdisjoint(made)
 
@@ -182,13 +205,15 @@ class Settled:
     def cut(self, start: int, fmt: Format) -> Settled:
         """The same prefix, settled only up to message ``start``, in a store of its own."""
         store = self.store
-        items = next((i for i in range(self.items) if store.span_of[i] >= start), self.items)
+        # ``start`` is where a span (or an item outside one) starts: its first item is the first at or after it
+        items = bisect_left(store.msg_of, start, hi=self.items)
         outputs = store.outputs[:start]
         scan = fmt.scan(outputs)  # compaction keeps every id: the outputs link as the inputs did
         kept = _Store(
             outputs, store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
-            [entry for entry in store.log[:self.logged] if entry[0] < items], store.span_of[:items],
-            [u for u in store.user_turns if u < start], sum(map(fmt.breakpoints, outputs)), set(scan.call_at),
+            [entry for entry in store.log[:self.logged] if entry[0] < items], store.msg_of[:items],
+            first if (first := store.first_user_turn) is not None and first < start else None,
+            0, 0, set(scan.call_at),
             {scan.call_id[i] for i in scan.results if scan.call_id[i] is not None},
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
         return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
@@ -202,9 +227,8 @@ class Settled:
         scan = facts.scan
         if decided.asked is not None:  # a decision that read the whole request's breakpoints stays open
             cut = min(cut, scan.span_start(decided.asked))
-        done = next((i for i in range(len(scan)) if scan.msg[i] >= cut), len(scan))
+        done = bisect_left(scan.msg, cut)  # the items before the cut
         offset, items = self.start, self.items
-        starts = [offset + scan.span_start(i) for i in range(done)]
         for key in settling.superseded:
             table = store.latest.setdefault(key, {})
             repeated = facts.superseded(key)
@@ -213,20 +237,22 @@ class Settled:
                 if not scan.is_turn[i] and link[0] is not None and i not in repeated:
                     found = signature(link[2], link[0], key)
                     if found is not None and found not in table:
-                        table[found] = starts[i]
+                        table[found] = offset + scan.span_start(i)
         store.outputs += decided.out[:cut]
-        store.breakpoints += sum(map(facts.fmt.breakpoints, decided.out[:cut]))
         store.chosen += decided.chosen[:done]
         for i, note in decided.notes.items():
             if i < done:
                 store.notes[items + i] = note
         logged = [(items + i, offset + index, before) for i, index, before in decided.log if i < done]
-        store.log += logged
-        store.span_of += starts
+        if logged:
+            store.log += logged
+        store.msg_of += [offset + m for m in scan.msg[:done]]
         store.calls.update(cid for cid, (_, at, _) in scan.call_at.items() if at < cut)
-        store.answered.update(cid for cid in scan.call_id[:done] if cid is not None)
-        store.user_turns += [offset + u for u in scan.user_turns if u < cut]
-        changed = self.changed + len({entry[0] for entry in logged})
+        store.answered.update(scan.call_id[:done])
+        store.answered.discard(None)  # a turn's, or a result's that answers no call
+        if store.first_user_turn is None and scan.user_turns and scan.user_turns[0] < cut:
+            store.first_user_turn = offset + scan.user_turns[0]
+        changed = self.changed + len({entry[0] for entry in logged}) if logged else self.changed
         return Settled(store, offset + cut, items + done, self.logged + len(logged), changed)
 
 

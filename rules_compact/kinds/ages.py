@@ -6,6 +6,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
+from operator import not_
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def _tool_calls(facts: Facts, among, include_self: bool) -> list[int]:
 def _tool_results(facts: Facts, among, include_self: bool) -> list[int]:
     is_turn = facts.scan.is_turn
     if among is None:
-        weights = [0 if t else 1 for t in is_turn]
+        weights = list(map(not_, is_turn))  # True counts 1
     else:
         weights = [1 if c and not t else 0 for t, c in zip(is_turn, facts.counted(among))]
     return _by_item(weights, include_self)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Callable
 
@@ -130,10 +131,20 @@ class Rule:
     def action_names(self) -> str:
         return "+".join(a.name for a in self.actions)
 
-    @property
+    @cached_property
     def keeps(self) -> bool:
         """Its action is ``keep``: it stops the chain and changes nothing."""
         return len(self.actions) == 1 and self.actions[0].name == "keep"
+
+    @cached_property
+    def item_only(self) -> bool:
+        """Every action edits the item's own message alone (built-in kinds that say so)."""
+        return all(a.kind is not None and a.kind.item_only for a in self.actions)
+
+    @cached_property
+    def reads_request(self) -> bool:
+        """An action depends on the whole request (its cache breakpoints)."""
+        return any(a.kind is not None and a.kind.reads_request for a in self.actions)
 
 
 @dataclass(frozen=True)

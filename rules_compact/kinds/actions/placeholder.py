@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from operator import is_
+
 from ...language.templates import VARIABLE_LENGTH, Variables
 from ..base import Action, ActionKind, with_defaults, RESULT
 
@@ -29,7 +31,7 @@ def compile_placeholder(options, ctx, path) -> Action:
         facts = ed.facts
         ruleset = facts.ruleset  # what the choice reads of it (its step-less copy shares them)
         reads = (ruleset.tools, ruleset.placeholder, ruleset.estimator) if ruleset is not None else None
-        if owner[0] is None or reads is None or any(a is not b for a, b in zip(owner[0], reads)):
+        if owner[0] is None or reads is None or not all(map(is_, owner[0], reads)):
             chosen.clear()
             rendered.clear()
             owner[0] = reads

@@ -8,6 +8,9 @@ from ..ages import AGE_UNITS
 from ..base import History, Matcher, MatcherKind, bounds, with_defaults
 
 
+BISECT_FROM = 64  # items from which bisection beats reading the age column (computed once per pass)
+
+
 def compile_age(options, ctx, path):
     unit = options["unit"]
     among = ctx.matcher(options["among"], f"{path}.among") if "among" in options else None
@@ -16,7 +19,8 @@ def compile_age(options, ctx, path):
     at = AGE_UNITS[unit].at if among is None else None
 
     def select(items, facts):
-        if at is not None and facts.fast:  # ages never grow along the items: keep the run inside the bounds
+        if at is not None and facts.fast and len(items) > BISECT_FROM:  # ages never grow along the items: keep
+            # the run inside the bounds
             age = at(facts, include_self)
             start = bisect_left(items, -high, key=lambda i: -age(i))
             end = bisect_right(items, -low, lo=start, key=lambda i: -age(i))
