@@ -19,8 +19,8 @@ def compile_age(options, ctx, path):
     at = AGE_UNITS[unit].at if among is None else None
 
     def select(items, facts):
-        if at is not None and facts.fast and len(items) > BISECT_FROM:  # ages never grow along the items: keep
-            # the run inside the bounds
+        # ages never grow along the items: keep the run inside the bounds
+        if at is not None and facts.fast and len(items) > BISECT_FROM:
             age = at(facts, include_self)
             start = bisect_left(items, -high, key=lambda i: -age(i))
             end = bisect_right(items, -low, lo=start, key=lambda i: -age(i))
