@@ -41,9 +41,9 @@ class Editor:
     input; ``out`` holds the current version of every message; ``log`` every replacement, as
     ``(item, message index, the message as it was)``."""
 
-    def __init__(self, facts: Facts, around: Callable[[], int] = lambda: 0):
+    def __init__(self, facts: Facts, around: Callable[[], int] = lambda: 0, out: list | None = None):
         self.facts = facts
-        self.out = list(facts.messages)
+        self.out = list(facts.messages) if out is None else out  # ``out``: a start other than the input
         self.log: list[tuple[int, int, Any]] = []
         self.item = -1  # the item whose actions run
         self.asked: int | None = None  # the first item whose actions read the request's breakpoints
@@ -170,14 +170,17 @@ def versions(log: list, out: list) -> dict[int, tuple]:
             for item, changes in sorted(found.items())}
 
 
-def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int], dict[Rule, list[int]]]:
-    """Per item, the first rule whose matcher holds (error results are matched only by rules
-    that name ``is_error: true``); the items whose rule does more than keep, in order; and
-    those items by rule."""
+def choose(facts: Facts, ruleset: RuleSet, turns: list[int] | None = None, results: list[int] | None = None
+           ) -> tuple[list[Rule | None], list[int], dict[Rule, list[int]]]:
+    """Per item (of ``turns`` and ``results``, by default all), the first rule whose matcher
+    holds (error results are matched only by rules that name ``is_error: true``); the items
+    whose rule does more than keep, in order; and those items by rule."""
     chosen: list[Rule | None] = [None] * len(facts)
     acted: list[int] = []
     by_rule: dict[Rule, list[int]] = {}
-    for kind, items in ((TURN, facts.turns), (RESULT, facts.results)):  # turns first: their calls give the results' links
+    turns = facts.turns if turns is None else turns
+    results = facts.results if results is None else results
+    for kind, items in ((TURN, turns), (RESULT, results)):  # turns first: their calls give the results' links
         remaining = items
         clean = None  # remaining items that are no error results
         chain = ruleset.chains[kind]
@@ -214,17 +217,26 @@ def choose(facts: Facts, ruleset: RuleSet) -> tuple[list[Rule | None], list[int]
 
 
 def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | None = None,
-             around: Callable[[], int] = lambda: 0) -> Decided:
+             around: Callable[[], int] = lambda: 0, held: Any = None) -> Decided:
     """Choose a rule for every item, then apply the actions that change something, oldest
     item first, within the rule set's budget (``total_tokens``: of the whole input, which
     ``stop_at_tokens`` compares with; by default the facts' messages; ``around``: the cache
-    breakpoints the request holds outside the facts' messages)."""
-    chosen, todo, by_rule = choose(facts, ruleset)
+    breakpoints the request holds outside the facts' messages).  ``held``: what an earlier
+    call decided that still holds (the incremental layer's ``Held``): only the items it
+    leaves open are chosen for and acted on, the others keep what they had."""
+    if held is None:
+        chosen, todo, by_rule = choose(facts, ruleset)
+        results = facts.results
+    else:
+        chosen, todo, by_rule = held.merge(*choose(facts, ruleset, held.open_turns, held.open_results))
+        results = held.open_results
     notes: dict[int, str] = {}
-    if facts.results and True in facts.errors:
+    if results and True in facts.errors:
         errors = facts.errors
-        notes = dict.fromkeys([i for i in facts.results if errors[i] and chosen[i] is None], ERROR_WITHOUT_RULE)
-    editor = Editor(facts, around)
+        notes = dict.fromkeys([i for i in results if errors[i] and chosen[i] is None], ERROR_WITHOUT_RULE)
+    editor = Editor(facts, around, None if held is None else held.outputs())
+    if held is not None:
+        held.restore(editor.log, notes)
     log = editor.log
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None

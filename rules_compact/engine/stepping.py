@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress, count
+from operator import is_not
 from typing import Callable, Sequence
 
 from ..formats import Format
@@ -169,6 +170,7 @@ class _Sizes:
     def __init__(self, messages: list, tokens: Sequence[int], size_of: Callable[[object], int]):
         self.messages, self.tokens, self.size_of = messages, tokens, size_of
         self.known: dict[int, tuple[object, int]] = {}  # id -> (compacted message, its tokens)
+        self.last: tuple[list, list] = ([], [0])  # the latest compaction summed, and its sums
 
     def of(self, i: int, m) -> int:
         if m is self.messages[i]:
@@ -179,8 +181,14 @@ class _Sizes:
         return found[1]
 
     def through(self, compacted: list) -> list:
-        """The tokens of ``compacted[:i]`` for every i."""
-        return [0, *accumulate(self.of(i, m) for i, m in enumerate(compacted))]
+        """The tokens of ``compacted[:i]`` for every i (the sums of the latest compaction summed
+        hold up to the first message where the two differ)."""
+        last, sums = self.last
+        same = first_difference(last, compacted, 0, min(len(last), len(compacted)))
+        sums = sums[:same] + list(accumulate((self.of(i, compacted[i]) for i in range(same, len(compacted))),
+                                             initial=sums[same]))
+        self.last = compacted, sums
+        return sums
 
 
 def _extra_cost(ratio: float, saving: int, previous: int | None, first: int, boundary: int, through: list,
@@ -200,9 +208,16 @@ def _extra_cost(ratio: float, saving: int, previous: int | None, first: int, bou
 def _first_change(decided: list, moved: list, messages: list, boundary: int, limit: int) -> int:
     """The first position before ``limit`` where ``decided + messages[boundary:]`` and ``moved``
     differ (``limit`` when they agree before it)."""
-    for i in range(limit):
-        a = decided[i] if i < boundary else messages[i]
-        b = moved[i]
-        if a is not b and a != b:
-            return i
+    first = first_difference(decided, moved, 0, min(boundary, limit))
+    return first if first < min(boundary, limit) else first_difference(messages, moved, first, limit)
+
+
+def first_difference(a: list, b: list, start: int, limit: int) -> int:
+    """The first index in ``[start, limit)`` where ``a`` and ``b`` hold unequal messages
+    (``limit`` when none): found by identity, then checked by value, in C loops."""
+    while start < limit:
+        start = next(compress(count(start), map(is_not, a[start:limit], b[start:limit])), limit)
+        if start == limit or a[start] != b[start]:
+            return start
+        start += 1
     return limit

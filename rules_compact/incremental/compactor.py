@@ -21,7 +21,9 @@ from ..kinds.estimators import ESTIMATORS
 from ..kinds.matchers import BUILTIN_MATCHERS
 from ..language.model import RuleSet
 from ..lazy import quick_init
+from .held import Held, Prior, change_nodes
 from .settle import Settled, rule_nodes, settling_of
+from .sweep import Sweep
 
 __all__ = ["Compactor", "compacted_prefixes"]
 
@@ -110,29 +112,33 @@ class Compactor:
             out = memo.outputs + messages[boundary:]  # between boundaries: the decided prefix as it was
             if walk is not None:  # the walk went on: remember where
                 self._memos[index] = self._remember(index, messages, ruleset, fmt, given, memo, walk, boundary,
-                                                    memo.outputs, memo.decided, memo.settled, memo.held)
+                                                    memo.outputs, memo.decided, memo.settled, memo.held, memo.prior)
             return Pass(out, ran(ruleset, memo.decided, given, boundary, out), boundary, memo.decided)
-        settling = self._knowledge(index, ruleset, fmt)[0]
+        settling, _, nodes = self._knowledge(index, ruleset, fmt)
         settled = memo.settled if held and memo.settled is not None and memo.settled.start <= boundary else None
+        prior = memo.prior if held else None
         facts = None
         if settled is not None and settled.start:
             facts = Facts(messages[settled.start:boundary], fmt, ruleset, settled.origin)
             if settled.crosses(facts):
-                settled = facts = None
+                settled = facts = prior = None
             else:
                 start = settled.reopen(facts, settling)
                 if start < settled.start:
-                    settled = settled.cut(start, fmt) if start else None
+                    settled = settled.cut(start) if start else None
                     facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin) if settled else None
         total = lambda: sum(given.tokens())  # noqa: E731
-        if facts is None:
+        fresh = facts is None
+        if fresh:
             facts = Facts(messages if boundary == len(messages) else messages[:boundary], fmt, ruleset)
             around = Outside(outside, fmt, messages, boundary)
-            decided = evaluate(facts, ruleset, total, around)
-            joined, settled = decided, Settled.empty() if settling is not None else None
         else:
             around = Outside(outside, fmt, messages, boundary, partial(settled.store.breakpoints_in, fmt))
-            decided = evaluate(facts, ruleset, total, around)
+        reuse = Held(prior, facts, nodes) if settling is not None else None
+        decided = evaluate(facts, ruleset, total, around, reuse)
+        if fresh:
+            joined, settled = decided, Settled.empty() if settling is not None else None
+        else:
             joined = Joined(settled, decided)
         if settling is not None and not decided.unapplied:
             settled = settled.extend(facts, decided, settling)
@@ -141,13 +147,14 @@ class Compactor:
         prefix = joined.out
         out = prefix + messages[boundary:] if boundary < len(messages) else prefix
         done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined, around.held)
+        prior = Prior(facts, decided, reuse, prefix) if settled is not None else None
         self._memos[index] = self._remember(index, messages, ruleset, fmt, given, memo if held else None, walk,
-                                            boundary, prefix, joined, settled, around.held)
+                                            boundary, prefix, joined, settled, around.held, prior)
         return done
 
     def _remember(self, index: int, messages: list, ruleset: RuleSet, fmt: Format, given: Input, held: _Memo | None,
                   walk: Walk | None, boundary: int, prefix: list, decided, settled: Settled | None,
-                  counted: int | None) -> _Memo:
+                  counted: int | None, prior: Prior | None = None) -> _Memo:
         """The memo of a call: the decisions hold for histories that extend the decided one, so
         it relies on all of that; a pay-back walk read every message (its prefixes' Compactor
         relies on them too)."""
@@ -156,7 +163,7 @@ class Compactor:
         same = previous is not None and bool(messages) and previous.first is messages[0]
         snapshot = self._knowledge(index, ruleset, fmt)[1]
         return _Memo.of(fmt, ruleset, messages, keep, given, boundary, prefix, decided, settled, counted, held,
-                        snapshot if self.verify and same else None, walk)
+                        snapshot if self.verify and same else None, walk, prior)
 
     def _walk(self, index: int, given: Input, ruleset: RuleSet, memo: _Memo | None) -> Walk:
         """The pay-back walk, resuming the previous call's (but for its last round, the end of that
@@ -175,13 +182,18 @@ class Compactor:
         found = self._known.get(key)
         if found is None:
             found = self._known[key] = (settling_of(ruleset, fmt),
-                                        deep_copy if reads_whole_messages(ruleset) else fmt.snapshot)
+                                        deep_copy if reads_whole_messages(ruleset) else fmt.snapshot,
+                                        change_nodes(ruleset))
         return found
 
 
 def compacted_prefixes(messages: list, content: RuleSet, fmt: Format):
-    """A pay-back walk's prefix compaction: one Compactor over the growing prefixes, so each
-    prefix's settled decisions carry over to the next (the same messages as fresh passes)."""
+    """A pay-back walk's prefix compaction: a sweep (sweep.py) where the rule file and the
+    history allow, else one Compactor over the growing prefixes, so each prefix's settled
+    decisions carry over to the next (the same messages as fresh passes)."""
+    sweep = Sweep.of(messages, content, fmt)
+    if sweep is not None:
+        return sweep
     compactor = Compactor([content], fmt.name, verify=False)
     return lambda b: compactor(messages[:b], fmt).messages
 
@@ -258,10 +270,11 @@ class _Memo:
     held: int | None  # when a decision read the request's breakpoints: those outside and after the boundary
     first: Any  # the first message of the call (tells a conversation's later calls)
     walk: Walk | None = None  # the pay-back walk that put the boundary
+    prior: Prior | None = None  # what the call decided on the items it evaluated (held.py)
 
     @classmethod
     def of(cls, fmt, ruleset, messages, upto, given, boundary, outputs, decided, settled, counted, held, snapshot,
-           walk=None):
+           walk=None, prior=None):
         """``held``: the previous memo, when this call extends what it relied on (its copies are
         kept); ``snapshot``: how to copy a message, None to keep no copies."""
         inputs = messages[:upto]
@@ -272,7 +285,7 @@ class _Memo:
             snapshots = kept + [snapshot(m) for m in inputs[len(kept):]]
         total = sum(given.tokens()) if ruleset.budget.stop_at_tokens is not None else None
         return cls(fmt, inputs, snapshots, upto, given, total, boundary, outputs, decided, settled, counted,
-                   messages[0] if messages else None, walk)
+                   messages[0] if messages else None, walk, prior)
 
     def holds(self, messages: list, verify: bool) -> bool:
         """Whether ``messages`` starts with the messages relied on, unchanged."""

@@ -21,6 +21,7 @@ from typing import Iterable
 from ..engine.facts import Facts, Origin, signature
 from ..engine.interpreter import Decided, versions
 from ..formats import Format
+from ..kinds.ages import AGE_UNITS
 from ..kinds.base import History, Matcher
 from ..kinds.matchers.age import Age
 from ..language.model import RuleSet
@@ -60,7 +61,11 @@ class Settling:
             elif facts.origin.user_turn_before:
                 return 0
         for key, saturation in self.ages:
-            for i, age in enumerate(facts.ages(*key)[:first]):
+            ages = facts.ages(*key)
+            if AGE_UNITS[key[0]].at is not None:  # ages that never grow along the items: bisect
+                first = bisect_left(range(first), True, key=lambda i: ages[i] < saturation)
+                continue
+            for i, age in enumerate(ages[:first]):
                 if age < saturation:
                     first = i
                     break
@@ -135,8 +140,8 @@ class _Store:
     first_user_turn: int | None = None  # the message index of the first user turn
     counted: int = 0  # the leading outputs whose cache breakpoints were counted (when first asked)
     breakpoints: int = 0  # the cache breakpoints those hold
-    calls: set = field(default_factory=set)  # every call id of its turns
-    answered: set = field(default_factory=set)  # every call id its results answer
+    calls: dict = field(default_factory=dict)  # every call id of its turns -> the turn's message
+    answered: dict = field(default_factory=dict)  # every call id its results answer -> the result's message
     latest: dict = field(default_factory=dict)  # superseded key -> {signature: message to reopen from}
 
     def breakpoints_in(self, fmt: Format) -> int:
@@ -183,7 +188,7 @@ class Settled:
 
     def crosses(self, facts: Facts) -> bool:
         """Whether an item after the settled prefix links to a call or a result in it."""
-        calls, answered, scan = self.store.calls, self.store.answered, facts.scan
+        calls, answered, scan = self.store.calls.keys(), self.store.answered.keys(), facts.scan
         if not calls.isdisjoint(scan.call_id):  # a result's (a turn's is None)
             return True
         made = scan.call_at  # every call of the later turns
@@ -202,19 +207,17 @@ class Settled:
                             start = at
         return start
 
-    def cut(self, start: int, fmt: Format) -> Settled:
+    def cut(self, start: int) -> Settled:
         """The same prefix, settled only up to message ``start``, in a store of its own."""
         store = self.store
         # ``start`` is where a span (or an item outside one) starts: its first item is the first at or after it
         items = bisect_left(store.msg_of, start, hi=self.items)
-        outputs = store.outputs[:start]
-        scan = fmt.scan(outputs)  # compaction keeps every id: the outputs link as the inputs did
         kept = _Store(
-            outputs, store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
+            store.outputs[:start], store.chosen[:items], {i: n for i, n in store.notes.items() if i < items},
             [entry for entry in store.log[:self.logged] if entry[0] < items], store.msg_of[:items],
             first if (first := store.first_user_turn) is not None and first < start else None,
-            0, 0, set(scan.call_at),
-            {scan.call_id[i] for i in scan.results if scan.call_id[i] is not None},
+            0, 0, {cid: at for cid, at in store.calls.items() if at < start},
+            {cid: at for cid, at in store.answered.items() if at < start},
             {key: {sig: at for sig, at in table.items() if at < start} for key, table in store.latest.items()})
         return Settled(kept, start, items, len(kept.log), len({entry[0] for entry in kept.log}))
 
@@ -247,9 +250,13 @@ class Settled:
         if logged:
             store.log += logged
         store.msg_of += [offset + m for m in scan.msg[:done]]
-        store.calls.update(cid for cid, (_, at, _) in scan.call_at.items() if at < cut)
-        store.answered.update(scan.call_id[:done])
-        store.answered.discard(None)  # a turn's, or a result's that answers no call
+        calls, answered = store.calls, store.answered
+        for cid, (_, at, _) in scan.call_at.items():
+            if at < cut and cid not in calls:
+                calls[cid] = offset + at
+        for cid, at in zip(scan.call_id[:done], scan.msg):
+            if cid is not None and cid not in answered:  # a turn's is None, and a result's that answers no call
+                answered[cid] = offset + at
         if store.first_user_turn is None and scan.user_turns and scan.user_turns[0] < cut:
             store.first_user_turn = offset + scan.user_turns[0]
         changed = self.changed + len({entry[0] for entry in logged}) if logged else self.changed
