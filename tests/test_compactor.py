@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, TRACES, load_json, property_settings, thorough
 from rules_compact import Compactor, compact, load_rules, parse_rules
+from rules_compact.incremental import compactor as compactor_module
 from rules_compact.readers import read_conversations
 from rules_compact.replay import round_starts
 from strategies import conversations, rule_files, to_ruleset
@@ -196,10 +197,18 @@ def test_threads_sharing_a_compactor_get_what_compact_gives():
 
 @EXAMPLES
 @given(conversation=conversations(), files=st.lists(rule_files(), min_size=1, max_size=2),
-       ends=st.lists(st.integers(0, 60), min_size=1, max_size=6), verify=st.booleans(), data=st.data())
-def test_compactor_equals_compact_on_any_sequence_of_calls(conversation, files, ends, verify, data):
+       ends=st.lists(st.integers(0, 60), min_size=1, max_size=6), verify=st.booleans(),
+       hold_from=st.sampled_from([0, compactor_module.HOLD_FROM]), data=st.data())
+def test_compactor_equals_compact_on_any_sequence_of_calls(conversation, files, ends, verify, hold_from, data):
     """Histories that grow, repeat, shrink or change in place, with cache breakpoints outside the
-    messages that vary from call to call: always compact's answer."""
+    messages that vary from call to call: always compact's answer (holding the previous call's
+    decisions from any number of items, or from the usual number)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compactor_module, "HOLD_FROM", hold_from)
+        _calls_agree(conversation, files, ends, verify, data)
+
+
+def _calls_agree(conversation, files, ends, verify, data):
     fmt, messages = conversation
     for f in files:
         note(json.dumps(f, ensure_ascii=False))

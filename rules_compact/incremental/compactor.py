@@ -27,6 +27,8 @@ from .sweep import Sweep
 
 __all__ = ["Compactor", "compacted_prefixes"]
 
+HOLD_FROM = 32  # items a call decides from which it holds the previous call's decisions (below, that costs more)
+
 
 class Compactor:
     """``compact`` for successive versions of one conversation, as an agent loop sends them.
@@ -134,7 +136,7 @@ class Compactor:
             around = Outside(outside, fmt, messages, boundary)
         else:
             around = Outside(outside, fmt, messages, boundary, partial(settled.store.breakpoints_in, fmt))
-        reuse = Held(prior, facts, nodes) if settling is not None else None
+        reuse = Held(prior, facts, nodes) if settling is not None and len(facts) >= HOLD_FROM else None
         decided = evaluate(facts, ruleset, total, around, reuse)
         if fresh:
             joined, settled = decided, Settled.empty() if settling is not None else None
@@ -147,7 +149,7 @@ class Compactor:
         prefix = joined.out
         out = prefix + messages[boundary:] if boundary < len(messages) else prefix
         done = Pass(out, ran(ruleset, joined, given, boundary, out), boundary, joined, around.held)
-        prior = Prior(facts, decided, reuse, prefix) if settled is not None else None
+        prior = Prior(facts, decided, reuse, prefix) if settled is not None and reuse is not None else None
         self._memos[index] = self._remember(index, messages, ruleset, fmt, given, memo if held else None, walk,
                                             boundary, prefix, joined, settled, around.held, prior)
         return done
