@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..kinds.base import History, Matcher
 from ..language.model import RuleSet
+from .settle import rule_nodes
 
 if TYPE_CHECKING:
     from ..engine.facts import Facts, Origin
@@ -31,7 +32,6 @@ CHANGING = (History.AGE, History.LAST, History.TAIL, History.LATER)
 def change_nodes(ruleset: RuleSet) -> tuple[Matcher, ...]:
     """The matchers of a rule file whose answer for an item can change as the history grows
     (an ``age`` with ``among`` counts as one: settling requires its ``among`` to be static)."""
-    from .settle import rule_nodes  # settle imports the engine, as this module's users do
     found: dict[int, Matcher] = {}
     for node in rule_nodes(ruleset):
         if node.kind is not None and node.kind.history in CHANGING:
