@@ -100,12 +100,12 @@ class Walk:
 
 @dataclass
 class _Candidate:
-    """The latest step boundary beyond the current one: its prefix's compaction and tokens,
+    """The latest step boundary beyond the current one: its prefix's compaction and its tokens,
     and where that compaction first differs from the current prompt."""
 
     boundary: int
     decided: list
-    through: list
+    total: int
     first: int
 
 
@@ -124,7 +124,7 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
     def latest(count: int) -> int:
         return _reached(step, count) if through_units is None else _boundary_in(step, through_units, count)
 
-    tokens_through = _Sizes(messages, tokens, size_of).through
+    sizes = _Sizes(messages, tokens, size_of)
 
     ends, boundaries, rents = (list(resume.ends), list(resume.boundaries), list(resume.rents)) if resume \
         else ([], [], [])
@@ -133,7 +133,7 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
     decided = resume.decided if resume else []
     if decided is None:
         decided = prefix_of(j)
-    through = resume.through if resume and resume.through is not None else tokens_through(decided)
+    through = resume.through if resume and resume.through is not None else sizes.through(decided)
     previous = ends[-1] if ends else None
     candidate = resume.candidate if resume else None
     starts = fmt.response_starts(messages)
@@ -144,9 +144,9 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
         if target > j:
             if candidate is None or candidate.boundary != target:
                 moved = prefix_of(target)
-                candidate = _Candidate(target, moved, tokens_through(moved),
+                candidate = _Candidate(target, moved, sizes.total(moved),
                                        _first_change(decided, moved, messages, j, target))
-            saving = through[-1] + raw[target] - raw[j] - candidate.through[-1]
+            saving = through[-1] + raw[target] - raw[j] - candidate.total
             if saving > 0:
                 extra = _extra_cost(ratio, saving, previous, candidate.first, j, through, raw)
                 go = extra <= 0
@@ -154,7 +154,7 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
                     rent += saving
                     go = rent >= factor * extra
                 if go:
-                    j, rent, decided, through = target, 0.0, candidate.decided, candidate.through
+                    j, rent, decided, through = target, 0.0, candidate.decided, sizes.through(candidate.decided)
                     candidate = None
         ends.append(end)
         boundaries.append(j)
@@ -170,7 +170,7 @@ class _Sizes:
     def __init__(self, messages: list, tokens: Sequence[int], size_of: Callable[[object], int]):
         self.messages, self.tokens, self.size_of = messages, tokens, size_of
         self.known: dict[int, tuple[object, int]] = {}  # id -> (compacted message, its tokens)
-        self.last: tuple[list, list] = ([], [0])  # the latest compaction summed, and its sums
+        self.last: tuple[list, int] = ([], 0)  # the latest compaction totalled, and its total
 
     def of(self, i: int, m) -> int:
         if m is self.messages[i]:
@@ -181,14 +181,21 @@ class _Sizes:
         return found[1]
 
     def through(self, compacted: list) -> list:
-        """The tokens of ``compacted[:i]`` for every i (the sums of the latest compaction summed
-        hold up to the first message where the two differ)."""
-        last, sums = self.last
-        same = first_difference(last, compacted, 0, min(len(last), len(compacted)))
-        sums = sums[:same] + list(accumulate((self.of(i, compacted[i]) for i in range(same, len(compacted))),
-                                             initial=sums[same]))
-        self.last = compacted, sums
-        return sums
+        """The tokens of ``compacted[:i]`` for every i."""
+        return [0, *accumulate(self.of(i, m) for i, m in enumerate(compacted))]
+
+    def total(self, compacted: list) -> int:
+        """The tokens of ``compacted``: the latest total, corrected where the two differ (found in
+        a C loop: the walk's prefixes share most of their messages)."""
+        last, total = self.last
+        of = self.of
+        for i in compress(count(), map(is_not, last, compacted)):
+            total += of(i, compacted[i]) - of(i, last[i])
+        shared = min(len(last), len(compacted))
+        total += sum(of(i, compacted[i]) for i in range(shared, len(compacted)))
+        total -= sum(of(i, last[i]) for i in range(shared, len(last)))
+        self.last = compacted, total
+        return total
 
 
 def _extra_cost(ratio: float, saving: int, previous: int | None, first: int, boundary: int, through: list,
