@@ -15,6 +15,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -175,6 +176,32 @@ def test_files_of_many_conversations_spread_over_workers_print_the_same(capsys, 
     expected = [conv.name for path in SPLIT[command] if path in MANY or path in FILES
                 for conv in read_conversations_from(str(path))]
     assert list(dict.fromkeys(names)) == expected  # every conversation, in input order
+
+
+def test_the_chunks_spill_to_a_folder_that_is_gone_when_the_command_ends(capsys, monkeypatch, tmp_path, small_chunks):
+    """Split files' chunks wait in a spill folder, not in the command's process; it is removed
+    at the end, after a bad file too."""
+    made = []
+
+    def spill_folder():
+        made.append(tempfile.mkdtemp(dir=tmp_path))
+        return made[-1]
+
+    monkeypatch.setattr(batch.local, "spill_folder", spill_folder)
+    spilled = []
+    opened = batch.local.Workers._open
+
+    def note_spill(self, file):
+        opened(self, file)
+        if file.split is not None:
+            spilled.append((file.split.spill, os.path.getsize(file.split.spill), len(file.split.chunks)))
+
+    monkeypatch.setattr(batch.local.Workers, "_open", note_spill)
+    rc, out, err = run(capsys, "stats", MANY[0], tmp_path / "missing.json", MANY[1], "--jobs", "2", "--json")
+    assert rc == 2 and len(out.splitlines()) == 120
+    assert len(made) == 1 and len(spilled) == 2
+    assert all(os.path.dirname(name) == made[0] and size > 0 and chunks > 1 for name, size, chunks in spilled)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_stdin_among_files_is_read_by_the_command_and_spread_alike(capsys, monkeypatch, small_chunks):

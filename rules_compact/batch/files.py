@@ -3,7 +3,9 @@ and, for a file of many conversations, its chunks (what several workers compute)
 
 from __future__ import annotations
 
+import os
 import pickle
+import tempfile
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -16,7 +18,7 @@ from ..readers import Conversation
 if TYPE_CHECKING:
     from .tasks import Task
 
-__all__ = ["read_file", "FileResult", "read_results", "CHUNK_MESSAGES", "here"]
+__all__ = ["read_file", "FileResult", "read_results", "CHUNK_MESSAGES", "here", "Split", "load_chunk", "spill_folder"]
 
 def read_file(path: str, forced: str | None, warn: Callable[[str], None]) -> list[tuple[Conversation, str]]:
     """Each conversation of a file (``-``: stdin) with the format its rules see: ``forced``, else
@@ -86,12 +88,19 @@ CHUNK_MESSAGES = 500
 class Split:
     """A file read and split: its warnings, the results of its first chunk when the reader
     computed it, and its other conversations in chunks, each pickled (a list of
-    (Conversation, format)) to travel to a worker as bytes."""
+    (Conversation, format)) into ``spill``, a file of the workers' spill folder, at
+    ``(offset, size)``: a worker reads its chunk there, and the command's process never
+    holds them."""
 
     path: str
     warnings: tuple[str, ...]
     first: FileResult | None
-    chunks: tuple[bytes, ...]
+    chunks: tuple[tuple[int, int], ...]
+    spill: str = ""
+
+    def chunk(self, index: int) -> tuple[str, int, int]:
+        """Where chunk ``index`` lies: (spill file, offset, size), what :func:`load_chunk` reads."""
+        return (self.spill, *self.chunks[index])
 
     def joined(self, parts: Sequence[FileResult]) -> FileResult:
         """The file's result from its chunks' (in order): what :func:`read_results` gives."""
@@ -115,9 +124,10 @@ def chunks_of(found: list[tuple[Conversation, str]]) -> list[list[tuple[Conversa
     return chunks
 
 
-def read_or_split(task: Task, path: str, compute_first: bool = True) -> FileResult | Split:
-    """A file's result, or when it splits in chunks, its :class:`Split` (with the first chunk
-    computed: a worker that read a file has it at hand); a bad file's error returned."""
+def read_or_split(task: Task, path: str, spill: str, compute_first: bool = True) -> FileResult | Split:
+    """A file's result, or when it splits in chunks, its :class:`Split`, the chunks written to
+    a file in the folder ``spill`` (with the first chunk computed: a worker that read a file
+    has it at hand); a bad file's error returned."""
     warnings: list[str] = []
     try:
         found = read_file(path, task.format, warnings.append)
@@ -127,7 +137,29 @@ def read_or_split(task: Task, path: str, compute_first: bool = True) -> FileResu
     if len(chunks) == 1:
         return computed(task, path, found, tuple(warnings))
     first = computed(task, "", chunks.pop(0), ()) if compute_first else None
-    return Split(path, tuple(warnings), first, tuple(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL) for chunk in chunks))
+    handle, name = tempfile.mkstemp(suffix=".chunks", dir=spill)
+    places, offset = [], 0
+    with os.fdopen(handle, "wb") as out:
+        for chunk in chunks:
+            data = pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL)
+            out.write(data)
+            places.append((offset, len(data)))
+            offset += len(data)
+    return Split(path, tuple(warnings), first, tuple(places), name)
+
+
+def load_chunk(where: tuple[str, int, int]) -> list[tuple[Conversation, str]]:
+    """The conversations of a chunk of a :class:`Split`, from its spill file."""
+    name, offset, size = where
+    with open(name, "rb") as spilled:
+        spilled.seek(offset)
+        return pickle.loads(spilled.read(size))
+
+
+def spill_folder() -> str:
+    """A new folder for split files' chunks: in memory (/dev/shm) where there is one."""
+    memory = "/dev/shm"
+    return tempfile.mkdtemp(prefix="rules-compact-", dir=memory if os.access(memory, os.W_OK) else None)
 
 
 def here(task: Task, path: str, refuse, read: Callable[[Task, str], object]) -> Future:

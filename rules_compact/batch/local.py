@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import pickle
+import shutil
 import signal
 import sys
 from collections import deque
@@ -17,7 +17,7 @@ from functools import partial
 from typing import Callable, Iterator, Sequence
 
 from ..errors import RulesCompactError
-from .files import FileResult, Split, computed, here, read_or_split
+from .files import FileResult, Split, computed, here, load_chunk, read_or_split, spill_folder
 from .tasks import Task
 
 __all__ = ["WorkerError", "Workers", "default_jobs"]
@@ -32,24 +32,25 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-_TASK: Task | None = None  # a worker process's task, set once when it starts
+_TASK: Task | None = None  # a worker process's task, and the folder its split files' chunks go to,
+_SPILL = ""  # set once when it starts
 
 
-def _start_worker(task: Task) -> None:
-    global _TASK
+def _start_worker(task: Task, spill: str) -> None:
+    global _TASK, _SPILL
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler inherited through fork
     gc.freeze()  # what the parent made stays shared: the collector need not touch (and copy) it
-    _TASK = task
+    _TASK, _SPILL = task, spill
 
 
 def _worker_read(path: str) -> FileResult | Split:
-    return read_or_split(_TASK, path)
+    return read_or_split(_TASK, path, _SPILL)
 
 
-def _worker_chunk(chunk: bytes) -> FileResult:
+def _worker_chunk(where: tuple[str, int, int]) -> FileResult:
     """A chunk's results (as a FileResult without path or warnings: the file's are in its Split)."""
-    return computed(_TASK, "", pickle.loads(chunk), ())
+    return computed(_TASK, "", load_chunk(where), ())
 
 
 def _start_method():
@@ -76,6 +77,7 @@ class _File:
     def result(self) -> FileResult:
         if self.split is None:
             return self.read.result()
+        os.unlink(self.split.spill)  # its chunks are computed
         return self.split.joined([part.result() for part in self.parts])
 
 
@@ -87,15 +89,17 @@ class Workers:
     pieces of work, one running and one waiting per worker so that none idles (a thread of
     this process computing beside them cost a fifth more CPU: the two threads share one
     interpreter lock).  The workers are forked at the first piece, with the rules compiled.
-    At most ``2 * jobs`` files are in flight; this process holds the pickled chunks of the
-    split ones among them and the file it reads itself."""
+    At most ``2 * jobs`` files are in flight; the chunks of the split ones among them wait in
+    a spill folder (in memory where there is one), which this process removes when done;
+    it holds only the file it reads itself."""
 
     def __init__(self, task: Task, jobs: int, refuse):
         self.task, self.refuse = task, refuse
         self.jobs, self.window = jobs, 2 * jobs
         self.pool: ProcessPoolExecutor | None = None
+        self.spill = ""  # the folder of the split files' chunks, made with the pool
         self.files: deque[_File] = deque()  # in input order, until yielded
-        self.chunks: deque[tuple[_File, bytes]] = deque()  # to compute, in order, before the next file
+        self.chunks: deque[tuple[_File, int]] = deque()  # to compute, in order, before the next file
         self.running: dict[Future, _File | None] = {}  # a piece of work, and the file it reads
 
     def results(self, paths: Sequence[str]) -> Iterator[FileResult]:
@@ -120,6 +124,9 @@ class Workers:
         except BaseException:  # an interrupt, or the caller closed the iterator: stop now, not after the work
             self._stop(before)
             raise
+        finally:
+            if self.spill:
+                shutil.rmtree(self.spill, ignore_errors=True)
         if self.pool is not None:
             self.pool.shutdown()
 
@@ -127,14 +134,16 @@ class Workers:
         """Start the next piece of work, a queued chunk or else the next file (within the
         window); False when there is none."""
         if self.chunks:
-            file, chunk = self.chunks.popleft()
-            file.parts.append(self._submit(_worker_chunk, chunk))
+            file, index = self.chunks.popleft()
+            file.parts.append(self._submit(_worker_chunk, file.split.chunk(index)))
             return True
         path = next(ahead, None) if len(self.files) < self.window else None
         if path is None:
             return False
         if path == "-" or (self.refuse is not None and self.refuse(path)):  # read here, computed by the workers
-            file = _File(path, here(self.task, path, self.refuse, partial(read_or_split, compute_first=False)))
+            self._start()
+            read = partial(read_or_split, spill=self.spill, compute_first=False)
+            file = _File(path, here(self.task, path, self.refuse, read))
             self._open(file)
         else:
             file = _File(path, self._submit(_worker_read, path))
@@ -142,10 +151,15 @@ class Workers:
         self.files.append(file)
         return True
 
-    def _submit(self, work: Callable, argument) -> Future:
+    def _start(self) -> None:
+        """The spill folder and the workers, at the first piece of work."""
         if self.pool is None:
+            self.spill = spill_folder()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=_start_method(), initializer=_start_worker,
-                                            initargs=(self.task,))
+                                            initargs=(self.task, self.spill))
+
+    def _submit(self, work: Callable, argument) -> Future:
+        self._start()
         future = self.pool.submit(work, argument)
         self.running[future] = None
         return future
@@ -163,7 +177,7 @@ class Workers:
         read = file.read.result()
         if isinstance(read, Split):
             file.split = read
-            self.chunks.extend((file, chunk) for chunk in read.chunks)
+            self.chunks.extend((file, index) for index in range(len(read.chunks)))
         file.opened = True
 
     def _stop(self, before: set) -> None:
