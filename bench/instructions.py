@@ -37,6 +37,7 @@ IMPLEMENTATIONS = {  # label -> (what the child runs, sizes it is counted at)
     "keep-recent-results: Compactor(verify=False), next round": ("round", None),
     "keep-recent-results: Compactor(verify=True), next round": ("round-verify", None),
     "default rules without their step: compact()": ("content", (100, 1_000)),
+    "default rules: compact()": ("default", (100, 1_000)),
 }
 
 
@@ -54,8 +55,9 @@ def child(impl: str, n: int, calls: int, total: int) -> None:
     if impl == "loop":
         def call():
             micro_compact(msgs)
-    elif impl in ("keep", "content"):
-        rules = preset if impl == "keep" else dataclasses.replace(load_rules("default"), step=None)
+    elif impl in ("keep", "content", "default"):
+        rules = {"keep": preset, "content": dataclasses.replace(load_rules("default"), step=None),
+                 "default": load_rules("default")}[impl]
 
         def call():
             compact(msgs, rules, format="openai")

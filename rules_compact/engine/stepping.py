@@ -215,11 +215,11 @@ def _extra_cost(ratio: float, saving: int, previous: int | None, first: int, bou
 def _first_change(decided: list, moved: list, messages: list, boundary: int, limit: int) -> int:
     """The first position before ``limit`` where ``decided + messages[boundary:]`` and ``moved``
     differ (``limit`` when they agree before it)."""
-    first = first_difference(decided, moved, 0, min(boundary, limit))
-    return first if first < min(boundary, limit) else first_difference(messages, moved, first, limit)
+    first = _first_difference(decided, moved, 0, min(boundary, limit))
+    return first if first < min(boundary, limit) else _first_difference(messages, moved, first, limit)
 
 
-def first_difference(a: list, b: list, start: int, limit: int) -> int:
+def _first_difference(a: list, b: list, start: int, limit: int) -> int:
     """The first index in ``[start, limit)`` where ``a`` and ``b`` hold unequal messages
     (``limit`` when none): found by identity, then checked by value, in C loops."""
     while start < limit:
