@@ -129,14 +129,17 @@ class _Repeated:
         return self.at[item] < self.count
 
 
+_KNOWN: dict[tuple[int, str], tuple] = {}  # (id of a content rule set, format) -> (it, its settling, change nodes)
+
+
 class Sweep:
     """``sweep(end)``: the content rules' compaction of ``messages[:end]``, for growing ``end``
     (a smaller one starts afresh).  :meth:`of` gives one when the rule file and the history
     allow it, else None."""
 
-    def __init__(self, content: RuleSet, settling, whole: Facts):
-        self.content, self.settling, self.whole = content, settling, whole
-        self.nodes, self.linked = change_nodes(content), linked_groups(whole)
+    def __init__(self, content: RuleSet, settling, nodes: tuple, whole: Facts):
+        self.content, self.settling, self.nodes, self.whole = content, settling, nodes, whole
+        self.linked = linked_groups(whole)
         self._repeats: dict = {}  # superseded key -> (per item, the turn first repeating it; turn -> those items)
         self._results: list[int] | None = None
         self.prior: Prior | None = None
@@ -145,14 +148,18 @@ class Sweep:
 
     @classmethod
     def of(cls, messages: list, content: RuleSet, fmt: Format) -> Sweep | None:
-        settling = settling_of(content, fmt)
-        if settling is None:
+        known = _KNOWN.get((id(content), fmt.name))
+        if known is None or known[0] is not content:
+            if len(_KNOWN) > 64:
+                _KNOWN.clear()
+            known = _KNOWN[id(content), fmt.name] = (content, settling_of(content, fmt), change_nodes(content))
+        if known[1] is None:
             return None
         whole = Facts(messages, fmt, content)
         links, msg = whole.links, whole.scan.msg
         if any(links[i][1] is not None and links[i][1] > msg[i] for i in whole.scan.results):
             return None  # a result before its call: a prefix's links are not the whole history's
-        return cls(content, settling, whole)
+        return cls(content, known[1], known[2], whole)
 
     def __call__(self, end: int) -> list:
         if skipped(self.content, self, end):  # as a fresh pass: the prefix as it is
