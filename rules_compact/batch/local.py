@@ -32,8 +32,8 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-_TASK: Task | None = None  # a worker process's task, and the folder its split files' chunks go to,
-_SPILL = ""  # set once when it starts
+_TASK: Task | None = None  # a worker process's task, set once when it starts
+_SPILL = ""  # and the folder its split files' chunks go to
 
 
 def _start_worker(task: Task, spill: str) -> None:

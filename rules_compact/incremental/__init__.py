@@ -1,5 +1,6 @@
 """The incremental layer: compaction inside an agent loop, reusing earlier calls' work.
-Importing it makes pay-back walks compact their prefixes incrementally (``compacted_prefixes``)."""
+Importing it makes pay-back walks compact their prefixes incrementally (``compacted_prefixes``:
+a sweep, each prefix decided from the one before)."""
 
 from __future__ import annotations
 

@@ -33,11 +33,13 @@ HOLD_FROM = 32  # items a call decides from which it holds the previous call's d
 class Compactor:
     """``compact`` for successive versions of one conversation, as an agent loop sends them.
 
-    Each round the history comes back with a few messages appended.  Two things carry over:
+    Each round the history comes back with a few messages appended.  Three things carry over:
     a stepped rule set's decided prefix, which between boundaries equals the previous round's
-    and is handed back without evaluating a rule; and the decisions the rules have settled
-    (settle.py), after which the next call starts evaluating.  The result is always the one
-    ``compact(messages, rules)`` gives; ``reuse=False`` computes it afresh every call.
+    and is handed back without evaluating a rule; the decisions the rules have settled
+    (settle.py), after which the next call starts evaluating; and of the items it evaluates
+    again, the decisions that still hold (held.py, from ``HOLD_FROM`` items).  The result is
+    always the one ``compact(messages, rules)`` gives; ``reuse=False`` computes it afresh every
+    call.
 
     Reuse needs the earlier messages to be the very objects of the previous call and, with
     ``verify=True`` (the default), equal to copies taken then of what the rules read of them,
