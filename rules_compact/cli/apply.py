@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ..documents import dump_json, dump_json_line, dump_json_pieces, write_atomic, write_text
 from ..engine import compact
-from ..engine.interpreter import NO_BOUNDARY
+from ..engine.report import NO_BOUNDARY
 from ..engine.report import Report
 from ..errors import InputError
 from ..readers import Conversation

@@ -19,21 +19,18 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from ..formats import Format, Scan
-from ..kinds.ages import AGE_UNITS
-from ..kinds.base import RESULT, TURN, History
-from ..language.model import Budget, Rule, RuleSet, Step
+from ..kinds.base import RESULT, TURN
+from ..language.model import Budget, Rule, RuleSet
 from ..lazy import quick_init
 from .facts import Facts, Origin
-from .report import Decision, PassReport
+from .report import NO_BOUNDARY, PassReport, not_run, ran
 from .stepping import Walk, step_boundary, walk_pay_back
 
 __all__ = ["run_pass", "Pass", "Decided", "evaluate", "step_boundary", "boundary_of", "pay_back_walk", "content_rules",
-           "fresh_prefixes", "use_prefix_compaction", "Editor", "AFTER_BOUNDARY"]
+           "fresh_prefixes", "use_prefix_compaction", "Editor"]
 
-AFTER_BOUNDARY = "after the step boundary: left as it is"
 ERROR_WITHOUT_RULE = "error result: only rules that match is_error: true apply"
 BUDGET_REACHED = "budget reached: left as it is"
-NO_BOUNDARY = "no step boundary yet: nothing decided"
 
 
 class Editor:
@@ -241,19 +238,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
     budget = ruleset.budget
     tally = _Tally(facts, total_tokens) if _counts(budget) else None
     if tally is None and not facts.fmt.shared_messages and all(rule.item_only for rule in by_rule):
-        # Each item's edits touch its own message alone: apply them rule by rule (but for the
-        # rules whose actions read the whole request: item by item, below).
-        todo = []
-        for rule, items in by_rule.items():
-            if rule.reads_request:
-                todo += items
-                continue
-            items.sort()
-            said = [action.run_many(items, editor) for action in rule.actions]
-            for notes_of in said:
-                for i, note in notes_of.items():
-                    notes[i] = f"{notes[i]}; {note}" if len(said) > 1 and i in notes else note
-        todo.sort()
+        todo = _apply_rule_by_rule(by_rule, editor, notes)  # what is left reads the whole request
     for i in _request_readers_last(todo, chosen):
         if tally is not None and tally.reached(budget):
             notes[i] = BUDGET_REACHED
@@ -278,6 +263,24 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
                          + (" (removed content)" if budget.min_cleared_counts == "removed" else ""))
             return Decided(list(facts.messages), chosen, notes, log, gate, unapplied, editor.asked)
     return Decided(editor.out, chosen, notes, log, gate, unapplied, editor.asked)
+
+
+def _apply_rule_by_rule(by_rule: dict[Rule, list[int]], editor: Editor, notes: dict) -> list[int]:
+    """Each item's edits touch its own message alone: apply them rule by rule, each action on
+    all the rule's items at once, and note what they say; the items whose actions read the
+    whole request are left, in order, to be applied item by item."""
+    left: list[int] = []
+    for rule, items in by_rule.items():
+        if rule.reads_request:
+            left += items
+            continue
+        items.sort()
+        said = [action.run_many(items, editor) for action in rule.actions]
+        for notes_of in said:
+            for i, note in notes_of.items():
+                notes[i] = f"{notes[i]}; {note}" if len(said) > 1 and i in notes else note
+    left.sort()
+    return left
 
 
 def _request_readers_last(todo: list, chosen: list) -> list:
@@ -489,133 +492,4 @@ def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
     return None
 
 
-_BASES: dict[int, tuple[RuleSet, dict]] = {}
-
-
-def _base(ruleset: RuleSet) -> dict:
-    """The report fields that come from the rule file alone (worked out once per rule file)."""
-    found = _BASES.get(id(ruleset))
-    if found is None or found[0] is not ruleset:
-        if len(_BASES) > 256:
-            _BASES.clear()
-        found = _BASES[id(ruleset)] = (ruleset, dict(
-            ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
-            idempotent=ruleset.idempotent))
-    return found[1]
-
-
-def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:
-    def totals():
-        tokens, chars = given.measure()
-        return sum(tokens), sum(tokens), sum(chars), sum(chars)
-
-    return PassReport(ran=False, reason=why, totals=totals, boundary=0 if ruleset.step else None, **_base(ruleset))
-
-
-def ran(ruleset: RuleSet, decided: Decided, given: Input, boundary: int, out: list) -> PassReport:
-    """The report of a pass that ran: its totals and records are worked out when read, from the
-    input, the output and what was decided on the messages before the boundary."""
-    messages, fmt = given.messages, given.fmt
-
-    def totals():
-        tokens, chars = given.measure()
-        before_tokens, before_chars = sum(tokens), sum(chars)
-        if decided.unapplied:
-            return before_tokens, before_tokens, before_chars, before_chars
-        saved_tokens, saved_chars = decided.saved(_measurer(fmt, ruleset))
-        return before_tokens, before_tokens - saved_tokens, before_chars, before_chars - saved_chars
-
-    def details():
-        facts = Facts(messages[:boundary], fmt, ruleset)
-        whole = facts if boundary == len(messages) else Facts(messages, fmt, ruleset)
-        made = decisions(facts, decided, ruleset)
-        units = age_units(ruleset)
-        after = tuple(_decision(whole, i, None, 0, False, AFTER_BOUNDARY, units) for i in range(len(made), len(whole)))
-        answered = whole.answered
-        dangling = tuple(cid for i in whole.turns if whole.dangling[i]
-                         for cid in whole.call_ids[i] if cid not in answered)
-        return made + after, tuple(i for i in whole.results if whole.orphans[i]), dangling
-
-    def by_rule():
-        out: dict[str, int] = {}
-        if not decided.unapplied:
-            chosen = decided.chosen
-            for item in sorted({entry[0] for entry in decided.log}):
-                if chosen[item] is not None:
-                    out[chosen[item].name] = out.get(chosen[item].name, 0) + 1
-        return out
-
-    return PassReport(ran=True, reason=_reason(ruleset, boundary), changed=decided.changed, gate=decided.gate,
-                      unapplied=decided.unapplied, boundary=boundary if ruleset.step else None, totals=totals,
-                      details=details, by_rule=by_rule, **_base(ruleset))
-
-
-def _measurer(fmt: Format, ruleset: RuleSet):
-    estimate, pieces_of = ruleset.estimator, fmt.message_pieces
-
-    def measure(msg) -> tuple[int, int]:
-        pieces = list(pieces_of(msg))
-        return estimate.of_message(msg, pieces), sum(map(len, pieces))
-
-    return measure
-
-
-def decisions(facts: Facts, decided: Decided, ruleset: RuleSet) -> tuple[Decision, ...]:
-    """A Decision per item of ``facts``, from what was decided on them."""
-    measure = _measurer(facts.fmt, ruleset)
-    units = age_units(ruleset)
-    made = []
-    for i, rule in enumerate(decided.chosen):
-        changes = decided.versions.get(i, ())
-        saved = sum(measure(old)[0] - measure(new)[0] for _, old, new in changes)
-        after = None if decided.unapplied else next((new for at, _, new in changes if at == facts.scan.msg[i]), None)
-        decision = _decision(facts, i, rule, saved, bool(changes), decided.notes.get(i), units, after)
-        if decided.unapplied and decision.changed:
-            decision = replace(decision, changed=False, tokens_after=decision.tokens_before, note=decided.unapplied)
-        made.append(decision)
-    return tuple(made)
-
-
-def age_units(ruleset: RuleSet) -> tuple[str, ...]:
-    """The units the rule file's age matchers count, in ``AGE_UNITS`` order."""
-    matchers = [rule.matcher for rule in ruleset.rules] + ([ruleset.error_when] if ruleset.error_when else [])
-    used = {node.data.key[0] for m in matchers for node in m.nodes()
-            if node.kind is not None and node.kind.history is History.AGE}
-    return tuple(unit for unit in AGE_UNITS if unit in used)
-
-
-def _decision(facts: Facts, i: int, rule: Rule | None, saved: int, changed: bool, note: str | None,
-              units: tuple[str, ...] = (), after: Any = None) -> Decision:
-    """``after``: the item's message after the actions, when they replaced it."""
-    scan, fmt = facts.scan, facts.fmt
-    before = facts.item_tokens[i]
-    turn = scan.is_turn[i]
-    text = len(facts.texts[i])
-    if turn:
-        reasoning = len(fmt.reasoning_text(facts.messages[scan.msg[i]]))
-        text_after, reasoning_after = ((text, reasoning) if after is None
-                                       else (len(fmt.assistant_text(after)), len(fmt.reasoning_text(after))))
-    else:
-        reasoning = reasoning_after = 0
-        text_after = text if after is None else len(fmt.result_text(after, scan.block[i]))
-    return Decision(
-        item=i, message=scan.msg[i], block=scan.block[i], role="assistant" if turn else "tool",
-        tool=",".join(facts.call_names[i]) or None if turn else facts.tool_names[i],
-        tool_call_id=scan.call_id[i], chars=text + reasoning, tokens_before=before, tokens_after=before - saved,
-        age=facts.ages("tool_results", None, False)[i], rule=rule.name if rule else None,
-        source=rule.source if rule else None, action=rule.action_names if rule else "none",
-        changed=changed, error=facts.errors[i], orphan=facts.orphans[i], note=note, reasoning=reasoning,
-        chars_after=text_after + reasoning_after, reasoning_after=reasoning_after,
-        ages={unit: facts.ages(unit, None, False)[i] for unit in units})
-
-
-def _reason(ruleset: RuleSet, boundary: int) -> str:
-    step = ruleset.step
-    if step is None:
-        return ruleset.trigger.describe()
-    where = f"rules decide messages 0-{boundary - 1}" if boundary else NO_BOUNDARY
-    how = ", moved once paid back" if step.pay_back else ""
-    return f"{ruleset.trigger.describe()}; step every {step.every} {step.unit}{how}: {where}"
-
-
-__all__ += ["Input", "Outside", "skipped", "not_run", "ran", "decisions", "age_units", "Origin", "NO_BOUNDARY"]
+__all__ += ["Input", "Outside", "skipped", "not_run", "ran", "Origin", "NO_BOUNDARY"]

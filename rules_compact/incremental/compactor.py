@@ -12,8 +12,9 @@ from typing import Any, Sequence
 from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
 from ..engine.facts import Facts
 from ..engine.stepping import Walk
-from ..engine.interpreter import (Decided, Input, Outside, Pass, boundary_of, content_rules, evaluate, not_run,
-                                  pay_back_walk, ran, run_pass, skipped)
+from ..engine.interpreter import (Decided, Input, Outside, Pass, boundary_of, content_rules, evaluate, pay_back_walk,
+                                  run_pass, skipped)
+from ..engine.report import not_run, ran
 from ..formats import Format
 from ..formats.base import deep_copy
 from ..kinds.actions import BUILTIN_ACTIONS
@@ -119,18 +120,7 @@ class Compactor:
                                                     memo.outputs, memo.decided, memo.settled, memo.held, memo.prior)
             return Pass(out, ran(ruleset, memo.decided, given, boundary, out), boundary, memo.decided)
         settling, _, nodes = self._knowledge(index, ruleset, fmt)
-        settled = memo.settled if held and memo.settled is not None and memo.settled.start <= boundary else None
-        prior = memo.prior if held else None
-        facts = None
-        if settled is not None and settled.start:
-            facts = Facts(messages[settled.start:boundary], fmt, ruleset, settled.origin)
-            if settled.crosses(facts):
-                settled = facts = prior = None
-            else:
-                start = settled.reopen(facts, settling)
-                if start < settled.start:
-                    settled = settled.cut(start) if start else None
-                    facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin) if settled else None
+        settled, facts, prior = _resumed(memo if held else None, messages, boundary, fmt, ruleset, settling)
         total = lambda: sum(given.tokens())  # noqa: E731
         fresh = facts is None
         if fresh:
@@ -189,6 +179,28 @@ class Compactor:
                                         deep_copy if reads_whole_messages(ruleset) else fmt.snapshot,
                                         change_nodes(ruleset))
         return found
+
+
+def _resumed(memo: _Memo | None, messages: list, boundary: int, fmt: Format, ruleset: RuleSet, settling
+             ) -> tuple[Settled | None, Facts | None, Prior | None]:
+    """Where a call resumes: the settled prefix of the previous call (``memo``, when it holds),
+    the facts of the messages after it up to ``boundary``, and what the previous call decided
+    on them; the first two None when it decides from the start.  A later message that links
+    into the prefix decides anew; a repeated call reopens it from the result it repeats."""
+    prior = memo.prior if memo is not None else None
+    settled = memo.settled if memo is not None and memo.settled is not None and memo.settled.start <= boundary else None
+    if settled is None or not settled.start:
+        return None, None, prior
+    facts = Facts(messages[settled.start:boundary], fmt, ruleset, settled.origin)
+    if settled.crosses(facts):
+        return None, None, None
+    start = settled.reopen(facts, settling)
+    if start < settled.start:
+        if not start:
+            return None, None, prior
+        settled = settled.cut(start)
+        facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin)
+    return settled, facts, prior
 
 
 def compacted_prefixes(messages: list, content: RuleSet, fmt: Format):

@@ -21,7 +21,7 @@ from ..language.model import RuleSet
 from .settle import rule_nodes
 
 if TYPE_CHECKING:
-    from ..engine.facts import Facts, Origin
+    from ..engine.facts import Facts
     from ..engine.interpreter import Decided
 
 __all__ = ["change_nodes", "linked_groups", "Held", "Prior"]
