@@ -1,5 +1,6 @@
 """Quick records: ``lazy``, ``functools.cached_property`` without its lock (as Python 3.12
-made it), and ``quick_init`` for frozen dataclasses the engine makes on every call.
+made it), ``quick_init`` for frozen dataclasses the engine makes on every call, and
+``once_per``, what is worked out once per compiled rule file.
 
 Scans and facts compute their columns when first read; before 3.12, cached_property takes a
 lock on each first read, which costs more than many of the columns of a short conversation.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any, Callable, Generic, TypeVar
 
-__all__ = ["lazy", "quick_init"]
+__all__ = ["lazy", "quick_init", "once_per"]
 
 T = TypeVar("T")
 
@@ -61,3 +62,14 @@ def quick_init(cls: type) -> type:
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init
     return cls
+
+
+def once_per(cache: dict, owner: Any, make: Callable[[], T], key: Any = None) -> T:
+    """``make()`` for ``owner`` (a compiled rule file, told apart by identity) and ``key``,
+    worked out once and kept in ``cache`` (emptied when it holds 256: rule files are few)."""
+    found = cache.get((id(owner), key))
+    if found is None or found[0] is not owner:
+        if len(cache) > 256:
+            cache.clear()
+        found = cache[id(owner), key] = (owner, make())
+    return found[1]

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..formats import Format, Scan
 from ..kinds.base import RESULT, TURN
 from ..language.model import Budget, Rule, RuleSet
-from ..lazy import quick_init
+from ..lazy import once_per, quick_init
 from .facts import Facts, Origin
 from .report import NO_BOUNDARY, PassReport, not_run, ran
 from .stepping import Walk, step_boundary, walk_pay_back
@@ -366,17 +366,12 @@ def use_prefix_compaction(make: Callable[[list, RuleSet, Format], Callable[[int]
     return previous
 
 
-_CONTENT: dict[int, tuple[RuleSet, RuleSet]] = {}
+_CONTENT: dict = {}  # per rule file: it without its step
 
 
 def content_rules(ruleset: RuleSet) -> RuleSet:
     """The rule file without its step (what decides the prefix before any boundary)."""
-    found = _CONTENT.get(id(ruleset))
-    if found is None or found[0] is not ruleset:
-        if len(_CONTENT) > 256:
-            _CONTENT.clear()
-        found = _CONTENT[id(ruleset)] = (ruleset, replace(ruleset, step=None))
-    return found[1]
+    return once_per(_CONTENT, ruleset, lambda: replace(ruleset, step=None))
 
 
 @quick_init

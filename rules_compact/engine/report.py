@@ -10,7 +10,7 @@ from ..formats import Format
 from ..kinds.base import History
 from ..kinds.ages import AGE_UNITS
 from ..language.model import Rule, RuleSet
-from ..lazy import quick_init
+from ..lazy import once_per, quick_init
 from .facts import Facts
 
 if TYPE_CHECKING:
@@ -216,19 +216,14 @@ class Report:
 AFTER_BOUNDARY = "after the step boundary: left as it is"
 NO_BOUNDARY = "no step boundary yet: nothing decided"
 
-_BASES: dict[int, tuple[RuleSet, dict]] = {}
+_BASES: dict = {}  # per rule file: its report fields
 
 
 def _base(ruleset: RuleSet) -> dict:
     """The report fields that come from the rule file alone (worked out once per rule file)."""
-    found = _BASES.get(id(ruleset))
-    if found is None or found[0] is not ruleset:
-        if len(_BASES) > 256:
-            _BASES.clear()
-        found = _BASES[id(ruleset)] = (ruleset, dict(
-            ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
-            idempotent=ruleset.idempotent))
-    return found[1]
+    return once_per(_BASES, ruleset, lambda: dict(
+        ruleset=ruleset.name, source=ruleset.source, over_budget_tokens=ruleset.over_budget_tokens,
+        idempotent=ruleset.idempotent))
 
 
 def not_run(ruleset: RuleSet, why: str, given: Input) -> PassReport:

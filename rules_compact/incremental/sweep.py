@@ -18,7 +18,7 @@ from ..engine.facts import Facts, signature
 from ..engine.interpreter import evaluate, skipped
 from ..formats import Format, Scan
 from ..language.model import RuleSet
-from ..lazy import lazy
+from ..lazy import lazy, once_per
 from .held import Held, Prior, change_nodes, linked_groups
 from .settle import settling_of
 
@@ -129,7 +129,7 @@ class _Repeated:
         return self.at[item] < self.count
 
 
-_KNOWN: dict[tuple[int, str], tuple] = {}  # (id of a content rule set, format) -> (it, its settling, change nodes)
+_KNOWN: dict = {}  # per content rule set and format: its settling and change nodes
 
 
 class Sweep:
@@ -148,18 +148,14 @@ class Sweep:
 
     @classmethod
     def of(cls, messages: list, content: RuleSet, fmt: Format) -> Sweep | None:
-        known = _KNOWN.get((id(content), fmt.name))
-        if known is None or known[0] is not content:
-            if len(_KNOWN) > 64:
-                _KNOWN.clear()
-            known = _KNOWN[id(content), fmt.name] = (content, settling_of(content, fmt), change_nodes(content))
-        if known[1] is None:
+        settling, nodes = once_per(_KNOWN, content, lambda: (settling_of(content, fmt), change_nodes(content)), fmt.name)
+        if settling is None:
             return None
         whole = Facts(messages, fmt, content)
         links, msg = whole.links, whole.scan.msg
         if any(links[i][1] is not None and links[i][1] > msg[i] for i in whole.scan.results):
             return None  # a result before its call: a prefix's links are not the whole history's
-        return cls(content, known[1], known[2], whole)
+        return cls(content, settling, nodes, whole)
 
     def __call__(self, end: int) -> list:
         if skipped(self.content, self, end):  # as a fresh pass: the prefix as it is
