@@ -343,6 +343,11 @@ CASES = [
         ["rules.yaml:6:27: conversion !r is not supported in '{tool_name!r}' (at rules[0].action.placeholder)"],
         id="template-conversion"),
     pytest.param(
+        R("  - name: a", "    match: {role: tool}", '    action: {placeholder: "[{chars:c}]"}'),
+        ["rules.yaml:6:27: format type 'c' of {chars:c} in '[{chars:c}]' is not supported "
+         "(at rules[0].action.placeholder)"],
+        id="template-format-type-c"),
+    pytest.param(
         Y("version: 1", "name: x", "defaults:", "  estimator: tiktoken", "rules: []"),
         [f"rules.yaml:4:14: 'tiktoken' is not allowed; expected one of: {ESTIMATOR_NAMES} (at defaults.estimator)"],
         id="unknown-estimator"),
