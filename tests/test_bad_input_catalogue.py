@@ -573,3 +573,75 @@ def test_limits_are_read_when_used_and_take_a_suffix(tmp_path, monkeypatch, caps
                               "(RULES_COMPACT_MAX_INPUT_BYTES)\n")
     monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", " 3K ")
     assert run(["apply", "in.json"], tmp_path, monkeypatch, capsys)[0] == 0
+
+
+# --- issue 29: tool arguments as deep as the reader reads (walks over values are loops) --------------
+
+CLEAR_INPUTS = ("version: 1\nname: ci\nrules:\n  - name: clear\n    match: {role: tool, age: {unit: tool_results, gte: 1}}\n"
+                "    action: [{clear-inputs: {longer_than: 200}}, placeholder]\n")
+
+
+def nested_text(depth: int, leaf: str) -> str:
+    """JSON text of ``leaf`` nested ``depth`` levels deep (json.dumps would recurse)."""
+    return '{"a": ' * depth + json.dumps(leaf) + "}" * depth
+
+
+def deep_session(fmt: str, depth: int, calls: int = 30) -> str:
+    """``calls`` Write calls whose arguments nest ``depth`` levels around a 300-character string."""
+    msgs: list = [{"role": "user", "content": "go"}]
+    for i in range(calls):
+        if fmt == "anthropic":
+            msgs += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Write", "input": "@"}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok " * 2000}]}]
+        else:
+            msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"t{i}", "type": "function", "function": {"name": "Write", "arguments": "@"}}]},
+                     {"role": "tool", "tool_call_id": f"t{i}", "content": "ok " * 2000}]
+    msgs.append({"role": "assistant", "content": "done"})
+    parts = json.dumps(msgs).split('"@"')
+    args = [nested_text(depth, f"{i}" + "x" * 300) for i in range(calls)]
+    if fmt == "openai":
+        args = [json.dumps(a) for a in args]
+    return "".join(p + (args[i] if i < calls else "") for i, p in enumerate(parts))
+
+
+def _apply(tmp_path, capsys, text: str, *argv: str) -> tuple[int, str, str]:
+    (tmp_path / "in.json").write_text(text)
+    code = main(["apply", str(tmp_path / "in.json"), "-o", str(tmp_path / "out.json"), *argv])
+    out, err = capsys.readouterr()
+    return code, err, (tmp_path / "out.json").read_text() if code == 0 else ""
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai"])
+def test_arguments_500_deep_are_cleared_by_the_default(tmp_path, capsys, fmt):
+    """clear-inputs (shorten_values) walked two frames a level, recall one: RecursionError at 500."""
+    code, err, out = _apply(tmp_path, capsys, deep_session(fmt, 500))
+    assert (code, "Traceback" in err) == (0, False)
+    assert out.count("lines cleared") >= 15
+    assert main(["replay", str(tmp_path / "in.json")]) == 0  # and reference recall reads the values in a loop
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai"])
+def test_arguments_as_deep_as_the_reader_reads_are_compacted(tmp_path, capsys, fmt):
+    """The deepest input the reader accepts (found by bisection) is compacted: no RecursionError
+    anywhere after it, only the reader's own clean refusal one level deeper."""
+    (tmp_path / "ci.yaml").write_text(CLEAR_INPUTS)
+    low, high = 100, 1100  # accepted, refused
+    while high - low > 1:
+        mid = (low + high) // 2
+        code, err, _ = _apply(tmp_path, capsys, deep_session("anthropic", mid, calls=3), "-r", str(tmp_path / "ci.yaml"))
+        assert code in (0, 2) and "Traceback" not in err
+        low, high = (mid, high) if code == 0 else (low, mid)
+    assert "JSON nests too deeply" in err or code == 0
+    code, err, out = _apply(tmp_path, capsys, deep_session(fmt, low), "-r", str(tmp_path / "ci.yaml"))
+    assert (code, "Traceback" in err) == (0, False)
+    assert out.count("lines cleared") == 29
+
+
+def test_arguments_text_deeper_than_python_parses_is_left_as_it_is(tmp_path, capsys):
+    """An OpenAI ``arguments`` string can nest any depth: too deep to parse, it is not JSON data
+    to shorten, and is left as it is."""
+    (tmp_path / "ci.yaml").write_text(CLEAR_INPUTS)
+    code, err, out = _apply(tmp_path, capsys, deep_session("openai", 5000, calls=3), "-r", str(tmp_path / "ci.yaml"))
+    assert (code, "Traceback" in err) == (0, False)
+    assert json.loads(out)[1]["tool_calls"][0]["function"]["arguments"].startswith('{"a": {"a": ')
