@@ -93,6 +93,25 @@ def test_system_tools_and_the_last_two_messages_stay_four():
     assert sum(map(count_breakpoints, (m["content"] for m in roomy["messages"]))) == 3
 
 
+@pytest.mark.parametrize("outside", [
+    {"system": [{"type": "text", "text": f"part {i}", "cache_control": BP} for i in range(4)]},
+    {"system": SYSTEM + [{"type": "text", "text": "more"}], "tools": TOOLS * 2, "cache_control": BP},
+], ids=["four-on-system", "system-tools-and-top-level"])
+def test_apply_counts_a_bodys_breakpoints_outside_its_messages(tmp_path, outside):
+    """``rules-compact apply`` on a request body counts its system, tools and top-level
+    breakpoints, as RequestCompactor does (it wrote a 5th)."""
+    from rules_compact.cli import main
+
+    body = {"model": "claude-x", "max_tokens": 100, "messages": session(25)}
+    (tmp_path / "plain.json").write_text(json.dumps(body))
+    (tmp_path / "full.json").write_text(json.dumps({**body, **outside}))
+    for name in ("plain", "full"):
+        assert main(["apply", str(tmp_path / f"{name}.json"), "-r", str(STEPPED_DEFAULT),
+                     "-o", str(tmp_path / f"{name}-out.json")]) == 0
+    assert request_breakpoints(json.loads((tmp_path / "plain-out.json").read_text())) == 1  # the default's own
+    assert request_breakpoints(json.loads((tmp_path / "full-out.json").read_text())) == 4
+
+
 def test_forty_rounds_through_the_anthropic_sdk_never_go_over_four():
     """An agent loop on the real client: each round the application marks its system prompt,
     its tools and its newest one or two messages (3 or 4 breakpoints); with the default's at

@@ -7,6 +7,7 @@ untouched parts of the old one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, NamedTuple
 
 from ..errors import InputError, kind_of
@@ -16,7 +17,7 @@ from ..jsontext import TooDeep, dumps_data, loads_held
 #: blocks (in an ``AIMessage.content`` list, which the OpenAI format also reads).
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 
-__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "count_breakpoints", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
+__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "count_breakpoints", "breakpoints_outside", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
            "shallow_parts"]
 
 
@@ -159,6 +160,15 @@ def count_breakpoints(value: Any) -> int:
     if isinstance(value, dict):
         return 1 if value.get("cache_control") else 0
     return sum(1 for v in value if isinstance(v, dict) and v.get("cache_control")) if isinstance(value, list) else 0
+
+
+def breakpoints_outside(request: Any) -> int:
+    """The cache breakpoints a request body holds outside its messages: on ``system`` blocks, on
+    ``tools`` and at its top level (0 for a message list)."""
+    if not isinstance(request, Mapping):
+        return 0
+    return (count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools"))
+            + count_breakpoints({"cache_control": request.get("cache_control")}))
 
 
 def with_breakpoint(blocks: list, cache_control: dict, skip: frozenset = THINKING_BLOCKS) -> list | None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..formats import count_breakpoints, detect_format
+from ..formats import breakpoints_outside, detect_format
 from ._common import Hook, OnCompact, Rules, noted
 
 __all__ = ["RequestCompactor", "compact_request"]
@@ -57,9 +57,7 @@ class RequestCompactor:
         else:
             raise InputError("the request has no 'messages' list (Messages, Chat Completions) "
                              "and no 'input' list (Responses)")
-        outside = count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
-            + count_breakpoints({"cache_control": request.get("cache_control")})
-        result, _ = self.compactor.run(request[key], fmt, outside, thread_id=thread_id, run_id=run_id)
+        result, _ = self.compactor.run(request[key], fmt, breakpoints_outside(request), thread_id=thread_id, run_id=run_id)
         out = {**request, key: result.messages}
         note = self.compactor.note_for(result.report)
         return out if note is None else {**out, **_noted(out, key, result.report.format, note)}
