@@ -214,6 +214,21 @@ def test_stripping_all_a_message_holds_writes_the_marker(fmt):
         assert out[1]["content"] == ([{"type": "text", "text": marker}] if fmt == "anthropic" else marker)
 
 
+@pytest.mark.parametrize("kind", ["thinking", "reasoning"])
+def test_the_marker_goes_after_the_thinking_the_latest_turn_keeps(kind):
+    """OpenAI/LangChain content ``[thinking, text]`` on the latest assistant turn: its thinking
+    stays and must come first, so the marker goes after it (it went first)."""
+    thinking = ({"type": "thinking", "thinking": "Let me look.", "signature": "sig"} if kind == "thinking"
+                else {"type": "reasoning", "reasoning": "Let me look."})
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [thinking, {"type": "text", "text": "I will read it. " * 20}],
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "text"}]
+    out = check_invariants(messages, strip_rules(marker="[gone]"), "openai").messages
+    assert out[1]["content"] == [thinking, {"type": "text", "text": "[gone]"}]
+    check_api_validity(messages, out, "openai")
+
+
 def test_a_breakpoint_on_a_stripped_block_moves_to_a_block_that_stays():
     messages = session(25)
     messages[1] = {**messages[1], "content": [{**messages[1]["content"][0], "cache_control": BP},

@@ -301,7 +301,7 @@ class OpenAIFormat(Format):
                 kept.append(part)
             if removed and marker is not None and not any(
                     isinstance(p, dict) and p.get("text") == marker for p in kept):
-                kept.insert(0, {"type": "text", "text": marker})
+                kept.insert(_leading_thinking(kept), {"type": "text", "text": marker})
             if removed:
                 new["content"] = keep_breakpoint(kept, lost, OPENAI_NO_BREAKPOINT) or None
         return new if new != msg else msg
@@ -406,3 +406,12 @@ class CacheControlOpenAIFormat(OpenAIFormat):
 
 
 OPENAI_CACHE_CONTROL = CacheControlOpenAIFormat()
+
+
+def _leading_thinking(parts: list) -> int:
+    """How many reasoning parts ``parts`` starts with (a marker goes after them: Anthropic
+    rejects a turn whose thinking does not come first)."""
+    count = 0
+    while count < len(parts) and isinstance(parts[count], dict) and parts[count].get("type") in THINKING_BLOCKS:
+        count += 1
+    return count
