@@ -63,6 +63,19 @@ CASES = [
      {"id": "c", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}]}])},
   ["apply", "in.json"],
   2, "rules-compact: error: in.json: message 0: tool call 0: 'function.arguments' is an object, not a JSON string"),
+ # --- issue 29: integer tool-call ids (the APIs take strings) ---
+ ("integer-call-id", {"in.json": json.dumps([{"role": "assistant", "content": None, "tool_calls": [
+     {"id": 7, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}])}, ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 0: tool call 0: 'id' is a number, not a string"),
+ ("integer-tool-call-id", {"in.json": json.dumps([{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": 7, "content": "x"}])},
+  ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 1: 'tool_call_id' is a number, not a string"),
+ ("integer-tool-use-id", {"in.json": json.dumps([{"role": "user", "content": "go"}, {"role": "assistant", "content": [
+     {"type": "tool_use", "id": 7, "name": "bash", "input": {}}]}])}, ["stats", "in.json"],
+  2, "rules-compact: error: in.json: message 1: content block 0: tool_use 'id' is a number, not a string"),
+ ("integer-tool-result-id", {"in.json": json.dumps([{"role": "user", "content": [
+     {"type": "tool_result", "tool_use_id": 7, "content": "x"}]}])}, ["explain", "in.json"],
+  2, "rules-compact: error: in.json: message 0: content block 0: tool_result 'tool_use_id' is a number, not a string"),
  ("content-an-object", {"in.json": '[{"role": "user", "content": {"text": "hi"}}]'}, ["explain", "in.json"],
   2, "rules-compact: error: in.json: message 0: 'content' is an object, not a string, a list of parts or null"),
  ("unknown-role", {"in.json": '{"messages": [{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]}'},

@@ -202,6 +202,12 @@ def role_problem(msg: Any, roles: tuple[str, ...]) -> str | None:
     return None
 
 
+def id_problem(value: Any, what: str) -> str | None:
+    """A tool-call id that is neither a string nor absent (the APIs take strings only: an integer
+    id was accepted silently)."""
+    return None if value is None or isinstance(value, str) else f"{what} is {json_kind(value)}, not a string"
+
+
 def blocks_problem(content: list, what: str) -> str | None:
     for j, block in enumerate(content):
         if not isinstance(block, dict):

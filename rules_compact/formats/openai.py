@@ -6,8 +6,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..lazy import lazy
-from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, keep_breakpoint, role_problem,
-                   _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
+from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, id_problem, keep_breakpoint,
+                   role_problem, _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
 __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS", "OPENAI_CACHE_CONTROL"]
@@ -86,7 +86,7 @@ class OpenAIScan(Scan):
                 cid = m.get("tool_call_id")
                 call_ids.append(cid if cid.__class__ is str else None)
                 errors.append(m.get("is_error") is True)
-                plain = plain and "tool_calls" not in m
+                plain = plain and "tool_calls" not in m and (cid is None or cid.__class__ is str)
             elif role == "assistant":
                 turns.append(len(msg))
                 msg.append(i)
@@ -102,7 +102,7 @@ class OpenAIScan(Scan):
                         except (KeyError, TypeError):
                             break
                         if call.__class__ is not dict or fn.__class__ is not dict or name.__class__ is not str \
-                                or arguments.__class__ is not str:
+                                or arguments.__class__ is not str or (cid is not None and cid.__class__ is not str):
                             break
                         if cid.__class__ is str and cid not in at:
                             at[cid] = (call, i, name)
@@ -376,6 +376,8 @@ class OpenAIFormat(Format):
             return f"'content' is {json_kind(content)}, not a string, a list of parts or null"
         if isinstance(content, list) and (problem := blocks_problem(content, "content part")):
             return problem
+        if problem := id_problem(msg.get("tool_call_id"), "'tool_call_id'"):
+            return problem
         calls = msg.get("tool_calls")
         if calls is None:
             return None
@@ -389,6 +391,8 @@ class OpenAIFormat(Format):
             for key, what in (("name", "a string"), ("arguments", "a JSON string")):
                 if key in fn and not isinstance(fn[key], str):
                     return f"tool call {j}: 'function.{key}' is {json_kind(fn[key])}, not {what}"
+            if problem := id_problem(call.get("id"), f"tool call {j}: 'id'"):
+                return problem
         return None
 
 
