@@ -205,7 +205,11 @@ def remove_unowned(root: str) -> None:
     """Remove this user's spill folders in ``root`` whose lock no live process holds."""
     if fcntl is None:
         return
-    with os.scandir(root) as entries:
+    try:
+        entries = os.scandir(root)
+    except OSError:  # not ours to list: nothing of ours to remove there
+        return
+    with entries:
         for entry in entries:
             try:
                 if not entry.name.startswith(SPILL_PREFIX) or not entry.is_dir(follow_symlinks=False) or \
