@@ -1154,6 +1154,7 @@ def test_invalid_readers_are_plugin_errors(make, message):
 @pytest.mark.parametrize("reader, message", [
     (lambda: _chatlog_reader(read=lambda data: 1 / 0), "read failed: ZeroDivisionError: division by zero"),
     (lambda: _chatlog_reader(detect=lambda data: data["nope"]), "detect failed: KeyError: 'nope'"),
+    (lambda: _chatlog_reader(read=_raises(SystemExit(3))), "read failed: SystemExit: 3"),
     (lambda: _chatlog_reader(read=lambda data: {"messages": []}), "read must return a list of Draft, got dict"),
 ])
 def test_a_failing_plugin_reader_is_one_error_line(tmp_path, capsys, reader, message):
