@@ -193,9 +193,12 @@ def spill_folder() -> Spill:
     root = spill_root()
     remove_unowned(root)
     made = tempfile.mkdtemp(prefix=f".{SPILL_PREFIX}{os.getpid()}-", dir=root)  # a name no sweep takes
-    if fcntl is None:
-        return Spill(made)
-    lock = _locked(made)
+    try:
+        lock = _locked(made) if fcntl is not None else None
+    except OSError:  # a file system without locks on folders
+        lock = None
+    if lock is None:
+        return Spill(made)  # only this run removes it
     path = os.path.join(root, os.path.basename(made)[1:])
     os.rename(made, path)  # locked before it is a name that sweeps look at
     return Spill(path, lock)
