@@ -410,7 +410,7 @@ def test_a_killed_command_leaves_no_worker_and_the_next_run_removes_its_spill_fo
     root, workers, folders = batch.files.spill_root(), {}, []
 
     def alive() -> list[int]:
-        return [pid for pid, start in workers.items() if _started(pid) == start]
+        return [pid for pid, start in workers.items() if start is not None and _started(pid) == start]
 
     try:
         deadline = time.monotonic() + 60
