@@ -88,11 +88,13 @@ def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], conversations:
 
 def _identity(path: str) -> tuple | None:
     """What makes a path one file: its inode, or for a file not there yet its resolved path;
-    None for a device or a pipe."""
+    None for a device or a pipe, or a path no file can have (a NUL in it)."""
     try:
         mode, inode, device = os.stat(path)[:3]
-    except (OSError, ValueError):
+    except OSError:
         return ("path", os.path.realpath(path))
+    except ValueError:
+        return None
     return ("inode", device, inode) if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else None
 
 
