@@ -11,7 +11,7 @@ from ..engine.report import NO_BOUNDARY
 from ..engine.report import Report
 from ..errors import InputError
 from ..readers import Conversation
-from .inputs import add_rules_options, read, refuse_overwriting, rulesets, same_file, special_file
+from .inputs import add_rules_options, read, refuse_overwriting, rulesets, special_file
 from .output import OK, OVER_BUDGET, PROG
 
 __all__ = ["register", "summary"]
@@ -40,8 +40,7 @@ def cmd_apply(args) -> int:
         what = special_file(args.input)
         if what is not None:
             raise InputError(f"{args.input}: is {what}, not a regular file; --in-place rewrites only a regular file")
-    elif args.output and args.input != "-" and same_file(args.output, args.input):
-        raise InputError(f"{args.output}: OUTPUT is the INPUT file; pass --in-place to overwrite it")
+    refuse_overwriting([("OUTPUT", args.output)], [args.input], label="the INPUT file; pass --in-place to overwrite it")
     sets = rulesets(args)
     refuse_overwriting([("OUTPUT", args.output), ("REPORT", args.report)], [args.input], sets)
     if args.in_place:

@@ -18,7 +18,7 @@ from ..plugins.manager import PluginError, registry
 from ..readers import Conversation
 from .output import BAD_INPUT, OK, PROG, warn
 
-__all__ = ["add_rules_options", "add_format_option", "plugin_failures", "rulesets", "read", "same_file",
+__all__ = ["add_rules_options", "add_format_option", "plugin_failures", "rulesets", "read",
            "refuse_overwriting", "special_file",
            "CONVERSATION_SUFFIXES", "expand_inputs", "unreadable", "Corpus"]
 
@@ -49,13 +49,6 @@ def rulesets(args) -> list:
     """The ``-r`` rule files (the bundled default without one), loaded."""
     plugin_failures(args)
     return [load_rules(r) for r in (args.rules or ["default"])]
-
-
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], conversations: Iterable[str] = (),
