@@ -141,6 +141,24 @@ def test_parquet_table_holds_the_jsonl_rows(capsys, tmp_path, command):
     assert parquet == rows
 
 
+def test_parquet_table_writes_a_name_that_is_not_utf8_escaped_as_jsonl_does(capsys, tmp_path):
+    """One input named with a byte that is not UTF-8 made Parquet refuse the whole table."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    odd = os.path.join(os.fsencode(tmp_path), b"run-\xff.json")
+    with open(odd, "wb") as fh:
+        fh.write(FILES[4].read_bytes())
+    argv = ["stats", FILES[5], os.fsdecode(odd), "--jobs", "1"]
+    rc, _, err = run(capsys, *argv, "--table", tmp_path / "rows.jsonl")
+    assert rc == 0, err
+    rc, _, err = run(capsys, *argv, "--table", tmp_path / "rows.parquet")
+    assert rc == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    parquet = [{**r, "saved_by_rule": dict(r["saved_by_rule"])} for r in pq.read_table(tmp_path / "rows.parquet").to_pylist()]
+    assert rows[1]["conversation"] == os.fsdecode(odd)  # the JSON escape \udcff reads back as the name
+    assert [r["conversation"] for r in parquet] == [str(FILES[5]), f"{tmp_path}/run-\\udcff.json"]
+    assert [{**r, "conversation": None} for r in parquet] == [{**r, "conversation": None} for r in rows]
+
+
 # files of many conversations: tau2 (20), OpenHands gorilla output (100), resolver_mock_output (2)
 MANY = [TRACES / p for p in (
     "tau2-bench/2025-08-10T02-44-06_telecom_gpt-4o_user_gpt-4o.json",

@@ -10,6 +10,7 @@ whole; the CLI's ``--strict`` turns such a failure into an error.
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import os
 import re
 from contextlib import contextmanager
@@ -68,6 +69,7 @@ class Registry:
     readers: tuple[Reader, ...] = ()  # tried before the built-in readers, in plugin order
     # ("matcher" | "action" | "estimator" | "reader", name) -> the plugin that added it
     owners: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
+    files: tuple[str, ...] = ()  # the source files of the plugins' modules (never a command's output)
 
 
 def call_args(call: dict | None) -> Any:
@@ -316,7 +318,13 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
                 conflicts.append((other, spec))
     return Registry(matchers=matchers, actions=actions, estimators=estimators, tools=tuple(tools.values()),
                     conflicts=tuple(conflicts), failures=tuple(failures), plugins=tuple(plugins),
-                    readers=tuple(readers.values()), owners=owners)
+                    readers=tuple(readers.values()), owners=owners,
+                    files=tuple(filter(None, (_module_file(pm.get_plugin(name)) for name, _ in plugins))))
+
+
+def _module_file(plugin: object) -> str | None:
+    """The file of the module a plugin (a module, or an object of a class) comes from."""
+    return getattr(inspect.getmodule(plugin), "__file__", None)
 
 
 @lru_cache(maxsize=None)
