@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator
 from . import jsontext
 from .errors import InputError
 from .formats import FORMATS
-from .limits import max_input_bytes
+from .limits import max_input_bytes, read_at_most
 from .readers import Conversation, read_conversations
 from .readers.reading import decode
 
@@ -24,6 +24,8 @@ __all__ = ["read_conversations_from", "conversations_in", "dump_json", "dump_jso
 def _read_bytes(source: str) -> bytes:
     limit = max_input_bytes()
     if source == "-":
+        if sys.stdin is None:  # started with stdin closed (``<&-``)
+            raise InputError("-: cannot read: stdin is closed")
         data = read_at_most(sys.stdin.buffer, limit + 1)
     else:
         path = Path(source)
@@ -38,25 +40,6 @@ def _read_bytes(source: str) -> bytes:
         raise InputError(f"{source}: input is over the limit of {limit} bytes "
                          "(RULES_COMPACT_MAX_INPUT_BYTES)")
     return data
-
-
-def read_at_most(fh, most: int) -> bytes:
-    """Up to ``most`` bytes of a binary file, without allocating ``most`` bytes up front (a
-    read of N bytes does): a regular file in one read of its size (and one byte more, to see
-    whether it grew), anything else (a pipe, ``/dev/zero``) in growing chunks."""
-    try:
-        size = os.fstat(fh.fileno()).st_size
-    except (OSError, AttributeError, ValueError):
-        size = 0
-    chunks, total, want = [], 0, size + 1 if size else 1 << 20
-    while total < most:
-        chunk = fh.read(min(want, most - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        want = 1 << 24
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 #: How text is encoded when written: UTF-8, a lone surrogate as its ``\\udXXX`` escape, which is

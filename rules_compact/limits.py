@@ -2,7 +2,9 @@
 
 The byte limits can be changed with environment variables, read when they are used (so a bad
 value is reported by the command that needs it, with exit code 2); the bounds on what a rule
-file may ask for are fixed.
+file may ask for are fixed.  Every file the tool reads is read with :func:`read_at_most`, one
+byte past its limit: conversations and golden cases (``max_input_bytes``), rule files and the
+known-tools list (``max_rules_bytes``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 
 from .errors import InputError
 
-__all__ = ["max_input_bytes", "max_rules_bytes", "MAX_ALIAS_NODES", "MAX_DEPTH", "MAX_TEMPLATE_CHARS",
+__all__ = ["max_input_bytes", "max_rules_bytes", "read_at_most", "MAX_ALIAS_NODES", "MAX_DEPTH", "MAX_TEMPLATE_CHARS",
            "MAX_FORMAT_WIDTH", "MAX_JMESPATH_CHARS", "MAX_JMESPATH_DEPTH", "MAX_PRICE"]
 
 #: Rule files: nodes that YAML aliases may add by repeating anchored nodes (an alias bomb), and nesting.
@@ -52,3 +54,22 @@ def _bytes_from_env(name: str, default: int) -> int:
         raise InputError(f"{name}={raw!r}: expected a whole number of bytes from 1 to 1 TiB, optionally "
                          f"ending in K, M or G (KiB, MiB, GiB), such as 256M; the default is {default // 1024 ** 2}M")
     return value
+
+
+def read_at_most(fh, most: int) -> bytes:
+    """Up to ``most`` bytes of a binary file, without allocating ``most`` bytes up front (a
+    read of N bytes does): a regular file in one read of its size (and one byte more, to see
+    whether it grew), anything else (a pipe, ``/dev/zero``) in growing chunks."""
+    try:
+        size = os.fstat(fh.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        size = 0
+    chunks, total, want = [], 0, size + 1 if size else 1 << 20
+    while total < most:
+        chunk = fh.read(min(want, most - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 24
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -37,6 +37,7 @@ from .formats.openai import REASONING_FIELDS as OPENAI_REASONING_FIELDS
 from .formats.responses import TEXT_PARTS
 from .formats.responses import check_item_invariants as check_responses_item
 from .language.loader import parse_rules
+from .limits import max_input_bytes, read_at_most
 from .language.model import ToolSpec
 from .plugins.manager import HOOKS, Registry, tool_spec, use_plugins
 
@@ -81,7 +82,7 @@ def _check_summarizer(spec: ToolSpec, samples: Iterable[tuple[str, dict | None]]
         given = copy.deepcopy(call)
         try:
             first = spec.summarize(content, given)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             _fail(f"{label} raised {type(exc).__name__}: {exc} on content {content!r} and call {call!r}")
         if not isinstance(first, str):
             _fail(f"{label} returned {type(first).__name__}, not str, on content {content!r} and call {call!r}")
@@ -168,8 +169,12 @@ def _load(case: str | os.PathLike | Mapping) -> tuple[Mapping, str]:
     if isinstance(case, Mapping):
         return case, "<case>"
     path = Path(case)
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh), path.name
+    limit = max_input_bytes()
+    with open(path, "rb") as fh:
+        data = read_at_most(fh, limit + 1)
+    if len(data) > limit:
+        _fail(f"{path}: golden case is over the limit of {limit} bytes (RULES_COMPACT_MAX_INPUT_BYTES)")
+    return yaml.safe_load(data.decode("utf-8")), path.name
 
 
 def _first_difference(got: list, expected: list) -> str:

@@ -195,6 +195,28 @@ CASES = [
  # --- issue 19: outputs ---
  ("report-is-output", {"in.json": GOOD}, ["apply", "in.json", "-o", "x.json", "--report", "x.json"],
   2, 'rules-compact: error: x.json: REPORT is the OUTPUT file; give them different names'),
+ # --- issue 29: no output is one of the command's inputs ---
+ ("stats-table-is-input", {"in.json": GOOD}, ["stats", "in.json", "--table", "in.json"],
+  2, 'rules-compact: error: in.json: --table is one of the INPUT files'),
+ ("replay-table-in-input-folder", {"d/": None, "d/a.json": GOOD}, ["replay", "d", "--table", "d/a.json"],
+  2, 'rules-compact: error: d/a.json: --table is one of the INPUT files'),
+ ("diff-table-is-input", {"in.json": GOOD}, ["diff", "default", "default", "in.json", "--table", "./in.json"],
+  2, 'rules-compact: error: ./in.json: --table is one of the INPUT files'),
+ ("output-is-rule-file", {"in.json": GOOD, "r.yaml": R}, ["apply", "in.json", "-r", "r.yaml", "-o", "r.yaml"],
+  2, 'rules-compact: error: r.yaml: OUTPUT is a rule file'),
+ ("report-is-rule-file", {"in.json": GOOD, "r.yaml": R}, ["apply", "in.json", "-r", "r.yaml", "--report", "r.yaml"],
+  2, 'rules-compact: error: r.yaml: REPORT is a rule file'),
+ ("output-is-extended-rule-file", {"in.json": GOOD, "base.yaml": R, "r.yaml": "version: 1\nname: c\nextends: base.yaml\n"},
+  ["apply", "in.json", "-r", "r.yaml", "-o", "base.yaml"],
+  2, 'rules-compact: error: base.yaml: OUTPUT is a rule file'),
+ ("table-is-rule-file", {"in.json": GOOD, "r.yaml": R}, ["stats", "in.json", "-r", "r.yaml", "--table", "r.yaml"],
+  2, 'rules-compact: error: r.yaml: --table is a rule file'),
+ ("table-is-compared-rule-file", {"in.json": GOOD, "r.yaml": R}, ["replay", "in.json", "--compare", "r.yaml", "--table", "r.yaml"],
+  2, 'rules-compact: error: r.yaml: --table is a rule file'),
+ ("diff-table-is-new-rule-file", {"in.json": GOOD, "r.yaml": R}, ["diff", "default", "r.yaml", "in.json", "--table", "r.yaml"],
+  2, 'rules-compact: error: r.yaml: --table is a rule file'),
+ ("extends-a-url", {"r.yaml": "version: 1\nname: a\nextends: https://example.com/x\n"}, ["validate", "r.yaml"],
+  1, "r.yaml:3:10: cannot extend 'https://example.com/x': URLs are not supported; give a path, 'default' or 'preset:NAME' (at extends)"),
 ]
 
 LIMIT_MESSAGE = ("rules-compact: error: {var}={value!r}: expected a whole number of bytes from 1 to 1 TiB, optionally "
@@ -586,6 +608,119 @@ def test_limits_are_read_when_used_and_take_a_suffix(tmp_path, monkeypatch, caps
                               "(RULES_COMPACT_MAX_INPUT_BYTES)\n")
     monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", " 3K ")
     assert run(["apply", "in.json"], tmp_path, monkeypatch, capsys)[0] == 0
+
+
+# --- issue 29: outputs that are inputs, closed standard streams, special files, limits on every read ---
+
+def test_an_output_linked_to_an_input_is_refused(tmp_path, monkeypatch, capsys):
+    """The same file by another name: a hard link (the same inode), a symlink (the same resolved path)."""
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "r.yaml").write_text(R, encoding="utf-8")
+    os.link(tmp_path / "in.json", tmp_path / "hard.json")
+    os.link(tmp_path / "r.yaml", tmp_path / "hard.yaml")
+    (tmp_path / "soft.json").symlink_to("in.json")
+    before = snapshot(tmp_path)
+    for argv, line in [
+            (["apply", "in.json", "--report", "hard.json"], "hard.json: REPORT is the INPUT file"),
+            (["apply", "in.json", "-r", "r.yaml", "-o", "hard.yaml"], "hard.yaml: OUTPUT is a rule file"),
+            (["stats", "in.json", "--table", "soft.json"], "soft.json: --table is one of the INPUT files"),
+            (["replay", "hard.json", "--table", "in.json", "--jobs", "1"], "in.json: --table is one of the INPUT files")]:
+        code, out, err = run(argv, tmp_path, monkeypatch, capsys)
+        assert (code, out, err) == (2, "", f"rules-compact: error: {line}\n"), argv
+    assert snapshot(tmp_path) == before
+
+
+PLUGIN = """
+from rules_compact.plugins import hookimpl
+
+@hookimpl
+def rules_compact_tools():
+    return [{"name": "probe", "compact": False}]
+"""
+
+
+def test_an_output_that_is_a_plugins_file_is_refused(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from rules_compact.plugins import use_plugins
+
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "probe_plugin.py").write_text(PLUGIN, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("probe_plugin", tmp_path / "probe_plugin.py")
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    with use_plugins([plugin]):
+        code, _, err = run(["apply", "in.json", "-o", "probe_plugin.py"], tmp_path, monkeypatch, capsys)
+    assert (code, err) == (2, "rules-compact: error: probe_plugin.py: OUTPUT is a plugin's file\n")
+    assert (tmp_path / "probe_plugin.py").read_text(encoding="utf-8") == PLUGIN
+
+
+def _closed(fd: int):
+    return lambda: os.close(fd)
+
+
+STREAM_COMMANDS = ["apply", "explain", "stats", "replay", "audit"]
+
+
+@pytest.mark.parametrize("command", STREAM_COMMANDS)
+def test_reading_a_closed_stdin_is_one_line(tmp_path, command):
+    """``rules-compact apply - <&-``: Python's stdin is None; it was an AttributeError."""
+    done = subprocess.run([sys.executable, "-m", "rules_compact", command, "-"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=_closed(0))
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", "rules-compact: error: -: cannot read: stdin is closed\n")
+
+
+@pytest.mark.parametrize("command", STREAM_COMMANDS)
+def test_writing_to_a_closed_stdout_is_one_line(tmp_path, command):
+    """``rules-compact stats in.json >&-``: Python's stdout is None; it was an AttributeError."""
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "rules_compact", command, "in.json"], cwd=tmp_path,
+                          stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=_closed(1))
+    assert (done.returncode, done.stderr) == (2, "rules-compact: error: cannot write the output: stdout is closed\n")
+    assert sorted(os.listdir(tmp_path)) == ["in.json"]
+
+
+def test_a_command_that_needs_no_stdout_runs_with_it_closed(tmp_path):
+    (tmp_path / "in.json").write_text(GOOD, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "rules_compact", "apply", "in.json", "-o", "out.json"], cwd=tmp_path,
+                          stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=_closed(1))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8")) == json.loads(GOOD)
+
+
+def test_in_place_on_a_fifo_is_refused(tmp_path):
+    """It read the FIFO, then blocked forever writing back to it (a subprocess, so that a
+    regression fails on the timeout instead of hanging)."""
+    os.mkfifo(tmp_path / "fifo.json")
+    done = subprocess.run([sys.executable, "-m", "rules_compact", "apply", "fifo.json", "--in-place"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "rules-compact: error: fifo.json: is a FIFO, not a regular file; --in-place rewrites only a regular file\n")
+
+
+def test_known_tools_from_dev_zero(tmp_path):
+    """``validate --known-tools /dev/zero`` read 3.9 GB, then died of a MemoryError; run with
+    1 GiB of address space, so that a regression cannot take more."""
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    resource = pytest.importorskip("resource")
+    done = subprocess.run([sys.executable, "-m", "rules_compact", "validate", "default", "--known-tools", "/dev/zero"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "rules-compact: error: /dev/zero: the known tools are over the limit of 1048576 bytes "
+               "(RULES_COMPACT_MAX_RULES_BYTES)\n")
+
+
+def test_a_golden_case_past_the_input_limit_is_refused(tmp_path, monkeypatch):
+    from rules_compact.testing import run_golden_case
+
+    case = tmp_path / "case.yaml"
+    case.write_text("format: openai\nmessages: []\n" + "#" * 3000 + "\n", encoding="utf-8")
+    monkeypatch.setenv("RULES_COMPACT_MAX_INPUT_BYTES", "2K")
+    with pytest.raises(AssertionError) as info:
+        run_golden_case(case)
+    assert str(info.value) == f"{case}: golden case is over the limit of 2048 bytes (RULES_COMPACT_MAX_INPUT_BYTES)"
 
 
 # --- issue 29: tool arguments as deep as the reader reads (walks over values are loops) --------------

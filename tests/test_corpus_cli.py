@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
+from conftest import ROOT
 from rules_compact import compact, load_rules
 from rules_compact.analysis import conversation_stats, decision_changes
 from rules_compact.cli.inputs import expand_inputs
@@ -95,6 +98,32 @@ def test_a_glob_or_folder_with_no_file_is_a_failed_input(capsys, tmp_path, patte
     (tmp_path / "empty").mkdir()
     rc, out, err = run(capsys, "stats", tmp_path / pattern)
     assert (rc, out, error_lines(err)) == (2, "", [f"rules-compact: error: {tmp_path / pattern}: {why}"])
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("command", ["stats", "replay", "diff"])
+def test_a_fifo_in_a_folder_is_skipped_and_reported(convs, rule_files, command, jobs):
+    """A FIFO named ``*.json`` in a folder blocked every corpus command forever: only a path
+    named on the command line is read whatever it is (a subprocess, so that a regression fails
+    on the timeout instead of hanging)."""
+    folder = convs[0][0].parent
+    os.mkfifo(folder / "pipe.json")
+    argv = [command, *((rule_files[0], rule_files[1]) if command == "diff" else ()), folder, "--json", "--jobs", jobs]
+    done = subprocess.run([sys.executable, "-m", "rules_compact", *map(str, argv)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert {row["conversation"] for row in json_lines(done.stdout)} == {str(p) for p, _ in convs}
+    assert done.stderr == (f"rules-compact: warning: {folder / 'pipe.json'}: is a FIFO, not a regular file; skipped "
+                           "(name it on the command line to read it)\n")
+
+
+def test_a_file_name_with_a_newline_keeps_the_table_on_its_lines(capsys, convs):
+    odd = convs[0][0].parent / "two\nlines.json"
+    convs[0][0].rename(odd)
+    rc, out, err = run(capsys, "stats", odd.parent)
+    assert rc == 0, err
+    assert [r[0] for r in rows(out)] == ["conversation", str(convs[1][0]), str(odd).replace("\n", "\\n"), "total (2)"]
+    assert len(out.splitlines()) == 4  # header, two rows, total
 
 
 # --- --json rows ------------------------------------------------------------------------------

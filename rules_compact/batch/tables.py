@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..documents import dump_json_line, write_atomic
+from ..documents import SURROGATES, dump_json_line, write_atomic
 from ..errors import InputError
 
 __all__ = ["write_table", "require_table"]
@@ -39,13 +39,25 @@ def _arrow_table(pa, rows: list[dict]):
     return pa.table(columns)
 
 
+def _escaped(value):
+    """``value`` with each lone surrogate of its strings (a file name that is not UTF-8) as its
+    ``\\udXXX`` escape, as JSON Lines writes it: Arrow strings must be UTF-8."""
+    if isinstance(value, str):
+        return value.encode("utf-8", SURROGATES).decode("utf-8")
+    if isinstance(value, dict):
+        return {_escaped(key): _escaped(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(item) for item in value]
+    return value
+
+
 def write_table(rows: Iterable[dict], path: str) -> None:
     """Write rows atomically: Parquet when ``path`` ends with ``.parquet`` (pyarrow), else JSON Lines."""
     if path.lower().endswith(".parquet"):
         pa, pq = _pyarrow()
         out = pa.BufferOutputStream()
         try:
-            pq.write_table(_arrow_table(pa, list(rows)), out)
+            pq.write_table(_arrow_table(pa, [_escaped(row) for row in rows]), out)
         except (pa.ArrowException, UnicodeError) as exc:
             raise InputError(f"{path}: cannot write Parquet: {exc}") from None
         write_atomic(path, out.getvalue().to_pybytes())

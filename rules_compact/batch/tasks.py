@@ -68,6 +68,11 @@ class Task(ABC):
 
     format: str | None
 
+    @property
+    def sources(self) -> tuple[RuleSource, ...]:
+        """Every rule file the task computes with (a command refuses to write over them)."""
+        return ()
+
     @abstractmethod
     def compute(self, conversation: Conversation, fmt: str | None = None):
         """The command's result for one conversation (a row record of :mod:`rules_compact.rows`)."""
@@ -106,6 +111,10 @@ class Stats(Task):
     def of(cls, rules: Sequence[str] = ("default",), format: str | None = None) -> Stats:
         return cls(tuple(RuleSource.read(r) for r in rules or ("default",)), format)
 
+    @property
+    def sources(self) -> tuple[RuleSource, ...]:
+        return self.passes
+
     def compute(self, conversation: Conversation, fmt: str | None = None) -> StatsRow:
         return stats_row(conversation.name, conversation.messages, [p.load() for p in self.passes],
                          fmt or self.format or conversation.format)
@@ -143,6 +152,10 @@ class Replays(Task):
         sets += [(name, (RuleSource.read(name),)) for name in compare]
         return cls(tuple(sets), profile, cache_expiry, format)
 
+    @property
+    def sources(self) -> tuple[RuleSource, ...]:
+        return tuple(source for _, passes in self.sets for source in passes or ())
+
     def compute(self, conversation: Conversation, fmt: str | None = None) -> Replayed:
         fmt = fmt or self.format or conversation.format
         messages = conversation.messages
@@ -171,6 +184,10 @@ class Diff(Task):
     def of(cls, old: str, new: str, price: str | Price = "anthropic", format: str | None = None) -> Diff:
         old_rules, new_rules = RuleSource.read(old), RuleSource.read(new)
         return cls(old_rules, new_rules, parse_price(price) if isinstance(price, str) else price, format)
+
+    @property
+    def sources(self) -> tuple[RuleSource, ...]:
+        return self.old, self.new
 
     def compute(self, conversation: Conversation, fmt: str | None = None) -> DiffRow:
         return diff_row(conversation.name, conversation.messages, fmt or self.format or conversation.format,

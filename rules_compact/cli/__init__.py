@@ -7,6 +7,7 @@ adding its subcommands; ``output`` prints, ``inputs`` reads."""
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import os
 import signal
@@ -68,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    closed = sys.stdout is None
+    if closed:
+        sys.stdout = ClosedStdout()
     errors = _escape_surrogates()
     try:
         code = args.func(args)
@@ -97,6 +101,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
         _restore(errors)
+        if closed:
+            sys.stdout = None
+
+
+class ClosedStdout:
+    """stdout when the process started without one (``>&-``; Python's is None then): writing
+    fails as on a closed file, reported as output that cannot be written; a command that
+    writes nothing there runs as usual."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
 
 
 def _escape_surrogates() -> dict:

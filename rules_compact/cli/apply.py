@@ -11,7 +11,7 @@ from ..engine.report import NO_BOUNDARY
 from ..engine.report import Report
 from ..errors import InputError
 from ..readers import Conversation
-from .inputs import add_rules_options, read, rulesets, same_file
+from .inputs import add_rules_options, read, refuse_overwriting, rulesets, special_file
 from .output import OK, OVER_BUDGET, PROG
 
 __all__ = ["register", "summary"]
@@ -37,14 +37,14 @@ def cmd_apply(args) -> int:
     if args.in_place:
         if args.input == "-" or args.output:
             raise InputError("--in-place needs a file INPUT and no -o")
-        args.output = args.input
-    elif args.output and args.input != "-" and same_file(args.output, args.input):
-        raise InputError(f"{args.output}: OUTPUT is the INPUT file; pass --in-place to overwrite it")
-    if args.report and args.input != "-" and same_file(args.report, args.input):
-        raise InputError(f"{args.report}: REPORT is the INPUT file")
-    if args.report and args.output and same_file(args.report, args.output):
-        raise InputError(f"{args.report}: REPORT is the OUTPUT file; give them different names")
+        what = special_file(args.input)
+        if what is not None:
+            raise InputError(f"{args.input}: is {what}, not a regular file; --in-place rewrites only a regular file")
+    refuse_overwriting([("OUTPUT", args.output)], [args.input], label="the INPUT file; pass --in-place to overwrite it")
     sets = rulesets(args)
+    refuse_overwriting([("OUTPUT", args.output), ("REPORT", args.report)], [args.input], sets)
+    if args.in_place:
+        args.output = args.input
     found = read(args.input, args.format)
     convs = [c for c, _ in found]
     logs = [c for c in convs if c.source_format != "messages"]

@@ -18,8 +18,8 @@ from typing import Iterator
 from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds, pyplot_for
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
-from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, unreadable
-from .output import CHANGED, OK, Progress, count, markdown, print_json_line, ratio, share, table, warn
+from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, refuse_overwriting, unreadable
+from .output import CHANGED, OK, Progress, count, markdown, one_line, print_json_line, ratio, share, table, warn
 
 __all__ = ["register"]
 
@@ -97,6 +97,7 @@ def _results(args, task: Task, corpus: Corpus) -> Iterator[FileResult]:
     skipped; a progress bar on a terminal; the rows written to ``--table`` at the end."""
     if args.table:
         require_table(args.table)
+    refuse_outputs(task, corpus, [("--table", args.table), ("--plot", getattr(args, "plot", None))])
     progress = Progress([_size(path) for path in corpus.paths])
     rows: list[dict] = []
     with closing(run(task, corpus.paths, jobs=args.jobs, scheduler=args.scheduler, refuse=unreadable)) as results:
@@ -117,6 +118,11 @@ def _results(args, task: Task, corpus: Corpus) -> Iterator[FileResult]:
     progress.close()
     if args.table:
         write_table(rows, args.table)
+
+
+def refuse_outputs(task: Task, corpus: Corpus, outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse an output that is an input: a conversation file (one in a folder too) or a rule file."""
+    refuse_overwriting(outputs, corpus.paths, [source.load() for source in task.sources], "one of the INPUT files")
 
 
 def _size(path: str) -> int:
@@ -207,14 +213,16 @@ def cmd_replay(args) -> int:
                 cache = (f"cache expires after {_lifetime(price.lifetime)}: {mine[0].cold_rounds} rounds found it "
                          "expired" if replayed.timestamps else "no timestamps in this log: cache never expires")
             print(("\n" if len(rows) > len(mine) else "")
-                  + f"{name}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
+                  + f"{one_line(name)}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
                   f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references")
             print(_replay_table(list(mine)))
     if not args.json and len(rows) > sets:
         print(f"\ntotal: {count(len(rows) // sets, 'conversation')}")
         print(_replay_table(replay_total(rows)))
-    for index, (name, results) in enumerate(plots, 1):
-        plot_rounds(results, args.plot if len(plots) == 1 else _plot_path(args.plot, index), title=name)
+    paths = [args.plot if len(plots) == 1 else _plot_path(args.plot, index) for index in range(1, len(plots) + 1)]
+    refuse_outputs(task, corpus, [("--plot", path) for path in paths])
+    for path, (name, results) in zip(paths, plots):
+        plot_rounds(results, path, title=name)
     return corpus.finish()
 
 
@@ -239,7 +247,8 @@ def _diff_text(args, rows: list[DiffRow]) -> list[str]:
     md = args.format_out == "markdown"
     out = [f"## rules-compact diff: `{args.old}` → `{args.new}`" if md else f"diff {args.old} -> {args.new}"]
     for row in rows:
-        out += ["", f"### {row.conversation}" if md else f"{row.conversation}:",
+        name = one_line(row.conversation)
+        out += ["", f"### {name}" if md else f"{name}:",
                 f"{len(row.changes):,} decisions change; {_diff_summary(row)}"]
         if row.changes:
             cells = [("item", "msg", "role", "tool", "old", "new")] + [

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..batch import read_file
+from ..errors import InputError
 from ..formats import FORMATS
 from ..language.loader import load_rules
+from ..language.model import RuleSet
 from ..plugins.manager import PluginError, registry
 from ..readers import Conversation
 from .output import BAD_INPUT, OK, PROG, warn
 
-__all__ = ["add_rules_options", "add_format_option", "plugin_failures", "rulesets", "read", "same_file",
+__all__ = ["add_rules_options", "add_format_option", "plugin_failures", "rulesets", "read",
+           "refuse_overwriting", "special_file",
            "CONVERSATION_SUFFIXES", "expand_inputs", "unreadable", "Corpus"]
 
 #: The files a folder given as a corpus input contributes (hidden files and folders are left out).
@@ -47,11 +51,44 @@ def rulesets(args) -> list:
     return [load_rules(r) for r in (args.rules or ["default"])]
 
 
-def same_file(a: str, b: str) -> bool:
+def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], conversations: Iterable[str] = (),
+                       rule_sets: Iterable[RuleSet] = (), label: str = "the INPUT file") -> None:
+    """InputError when an output would replace one of the command's inputs or another output.
+
+    ``outputs``: (option, path or None when not given), such as ``("--table", args.table)``;
+    the inputs are the ``conversations`` (each ``label``), the rule files of ``rule_sets``
+    (with the files they extend) and the plugins' files.  Two paths are one file when they
+    resolve to the same path or have the same inode (a symlink, a hard link).  An output that
+    is a device or a pipe is written to, never replaced, so it replaces nothing."""
+    given = [(what, path, _identity(path)) for what, path in outputs if path is not None]
+    given = [(what, path, key) for what, path, key in given if key is not None]
+    if not given:
+        return
+    for i, (what, path, key) in enumerate(given):
+        other = next((o for o, _, k in given[:i] if k == key), None)
+        if other is not None:
+            raise InputError(f"{path}: {what} is the {other} file; give them different names")
+    inputs = [(label, p) for p in conversations if p != "-"]
+    inputs += [("a rule file", f) for rule_set in rule_sets for f in rule_set.files]
+    inputs += [("a plugin's file", f) for f in registry().files]
+    known: dict[tuple, str] = {}
+    for what, path in inputs:
+        known.setdefault(_identity(path), what)
+    for what, path, key in given:
+        if key in known:
+            raise InputError(f"{path}: {what} is {known[key]}")
+
+
+def _identity(path: str) -> tuple | None:
+    """What makes a path one file: its inode, or for a file not there yet its resolved path;
+    None for a device or a pipe, or a path no file can have (a NUL in it)."""
     try:
-        return os.path.samefile(a, b)
+        mode, inode, device = os.stat(path)[:3]
     except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+        return ("path", os.path.realpath(path))
+    except ValueError:
+        return None
+    return ("inode", device, inode) if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else None
 
 
 def read(path: str, forced: str | None) -> list[tuple[Conversation, str]]:
@@ -64,11 +101,13 @@ def _is_glob(path: str) -> bool:
     return glob.has_magic(path) and not os.path.exists(path)
 
 
-def expand_inputs(paths: Iterable[str]) -> Iterator[str]:
+def expand_inputs(paths: Iterable[str], skipped: Callable[[str, str], None] | None = None) -> Iterator[str]:
     """The files a corpus command reads, in order: a file (or ``-``) as given; a folder, its
     conversation files (``CONVERSATION_SUFFIXES``, recursively, sorted); a glob (``**`` spans
     folders), its matches sorted, a folder among them expanded likewise.  A folder or a glob
-    that finds no file is yielded as given, so that reading it reports it."""
+    that finds no file to read is yielded as given, so that reading it reports it.  Only a
+    path given may be a FIFO or a device: one that a folder or a glob finds is left out and
+    passed to ``skipped`` with what it is (reading it could block forever)."""
     for path in paths:
         if _is_glob(path):
             matches = sorted(glob.glob(path, recursive=True))
@@ -76,8 +115,16 @@ def expand_inputs(paths: Iterable[str]) -> Iterator[str]:
         elif os.path.isdir(path):
             found = _folder_files(path)
         else:
-            found = [path]
-        yield from found or [path]
+            yield path
+            continue
+        regular = []
+        for file in found:
+            what = special_file(file)
+            if what is None:
+                regular.append(file)
+            elif skipped is not None:
+                skipped(file, what)
+        yield from regular or [path]
 
 
 def _folder_files(folder: str) -> list[str]:
@@ -86,6 +133,20 @@ def _folder_files(folder: str) -> list[str]:
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         out += [os.path.join(root, f) for f in files if f.endswith(CONVERSATION_SUFFIXES) and not f.startswith(".")]
     return sorted(out)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def special_file(path: str) -> str | None:
+    """What ``path`` is when it is no regular file (``a FIFO``, ``a folder`` ...), following
+    symlinks; None for a regular file, or a path that cannot be examined (reading it reports why)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), None if stat.S_ISREG(mode) else "no regular file")
 
 
 def unreadable(path: str) -> str | None:
@@ -111,7 +172,11 @@ class Corpus:
     files: int = 0
 
     def __post_init__(self) -> None:
-        self.paths = list(expand_inputs(self.inputs))
+        self.paths = list(expand_inputs(self.inputs, self._skip))
+
+    @staticmethod
+    def _skip(path: str, what: str) -> None:
+        warn(f"{path}: is {what}, not a regular file; skipped (name it on the command line to read it)")
 
     def fail(self, path: str, why: str) -> None:
         """Report ``path`` as skipped (also for a conversation that fails later, in a command)."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 import time
+import unicodedata
 
 from ..documents import dump_json_line
 
-__all__ = ["PROG", "OK", "INVALID_RULES", "CHANGED", "USAGE", "BAD_INPUT", "OVER_BUDGET", "warn", "table",
+__all__ = ["PROG", "OK", "INVALID_RULES", "CHANGED", "USAGE", "BAD_INPUT", "OVER_BUDGET", "warn", "one_line", "table",
            "markdown", "count", "share", "ratio", "print_json_line", "Progress"]
 
 PROG = "rules-compact"
@@ -23,8 +24,18 @@ def warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
+def one_line(text: str) -> str:
+    """``text`` without control characters and line breaks (a newline in a file name): each as
+    its escape, ``\\n``."""
+    if text.isprintable():
+        return text
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text)
+
+
 def table(rows, right=frozenset()) -> str:
-    """Columns padded to their widest cell, separated by two spaces; ``right``: right-aligned columns."""
+    """Columns padded to their widest cell, separated by two spaces; ``right``: right-aligned
+    columns; each cell on one line (``one_line``)."""
+    rows = [[one_line(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.rjust(w) if i in right else c.ljust(w)
                                for i, (c, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
@@ -33,7 +44,7 @@ def table(rows, right=frozenset()) -> str:
 def markdown(rows) -> str:
     """A GitHub Markdown table, the first row its header."""
     def cell(text: str) -> str:
-        return text.replace("|", "\\|")
+        return one_line(text).replace("|", "\\|")
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[1:]]
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
+from ..limits import max_rules_bytes, read_at_most
 from ..language.lints import lint_rules
 from ..language.loader import check_rules
 from ..plugins.manager import registry
@@ -25,12 +26,18 @@ def register(add) -> None:
 def known_tools(args) -> list[str] | None:
     """The tool names the ``unknown-tool`` lint checks against, or None when it does not run."""
     if args.known_tools:
+        limit = max_rules_bytes()
         try:
-            with open(args.known_tools, encoding="utf-8") as fh:
-                return [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
+            with open(args.known_tools, "rb") as fh:
+                data = read_at_most(fh, limit + 1)
+            text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{args.known_tools}: cannot read the known tools: "
                              f"{getattr(exc, 'strerror', None) or exc}") from None
+        if len(data) > limit:
+            raise InputError(f"{args.known_tools}: the known tools are over the limit of {limit} bytes "
+                             "(RULES_COMPACT_MAX_RULES_BYTES)")
+        return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if args.strict:
         return [spec.pattern for spec in registry().tools]
     return None

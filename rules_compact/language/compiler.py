@@ -11,7 +11,7 @@ from ..errors import Problem
 from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKind, everything, predicate_matcher
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from ..limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
-from ..plugins.boundary import checked_action
+from ..resources import bundled_name
 from .model import Budget, PayBack, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .regexes import RegexError, compile_regex
 from .templates import RESULT_VARIABLES, Template, TemplateError
@@ -26,16 +26,15 @@ class CompileContext:
     """What matcher and action compilers use: sub-compilation, checks, located problems."""
 
     def __init__(self, file: str, marks: Marks, matchers: dict[str, MatcherKind],
-                 actions: dict[str, ActionKind], estimators: dict[str, Estimator],
-                 owners: dict[tuple[str, str], str] | None = None):
+                 actions: dict[str, ActionKind], estimators: dict[str, Estimator]):
         self.file = file
         self.marks = marks
         self.matchers = matchers
         self.actions = actions
         self.estimators = estimators
-        self.owners = owners or {}  # ("action", name) -> the plugin that added it
         self.problems: list[Problem] = []
         self.patterns: list[Callable[[str], bool]] = []  # what ``compacted`` recognises
+        self.rule: str | None = None  # the rule being compiled (None: error_when), for plugins' failures
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -56,13 +55,11 @@ class CompileContext:
             parts.append(compiled if isinstance(compiled, Matcher) else predicate_matcher(compiled, kind))
         return everything if not parts else parts[0] if len(parts) == 1 else All(parts)
 
-    def action(self, spec: Any, path: str, rule: str = "") -> Action:
-        """An action spec of the rule named ``rule`` compiled (a plugin's, with its edits checked)."""
+    def action(self, spec: Any, path: str) -> Action:
         name, options = (spec, None) if isinstance(spec, str) else next(iter(spec.items()))
         kind = self.actions[name]
         action = kind.compile(options, self, path if isinstance(spec, str) else join_path(path, name))
-        action = action if action.kind is not None else _with_kind(action, kind)
-        return checked_action(action, self.owners.get(("action", name)), rule)
+        return action if action.kind is not None else _with_kind(action, kind)
 
     def regex(self, pattern: str, path: str, ignore_case: bool = False):
         """An RE2 pattern (linear time), or None after reporting why it is invalid."""
@@ -159,11 +156,13 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         entries = [(raw, ctx, f"rules[{i}]") for i, raw in enumerate(data.get("rules", []))]
     rules = []
     for raw, rule_ctx, path in entries:
+        rule_ctx.rule = raw["name"]
         matcher = rule_ctx.matcher(raw["match"], f"{path}.match")
         action_specs = raw["action"] if isinstance(raw["action"], list) else [raw["action"]]
         paths = [f"{path}.action[{j}]" for j in range(len(action_specs))] if isinstance(raw["action"], list) \
             else [f"{path}.action"]
-        actions = tuple(rule_ctx.action(a, p, raw["name"]) for a, p in zip(action_specs, paths))
+        actions = tuple(rule_ctx.action(a, p) for a, p in zip(action_specs, paths))
+        rule_ctx.rule = None
         rules.append(Rule(raw["name"], matcher, actions, rule_ctx.file, _matches_errors(raw["match"]),
                           rule_ctx.locate(path)[0]))
     patterns = list(ctx.patterns)
@@ -215,18 +214,20 @@ def _with_kind(action: Action, kind: ActionKind) -> Action:
 
 def registry_context(file: str, marks: Marks, reg) -> CompileContext:
     """A context with every matcher, action and estimator the plugin registry knows."""
-    return CompileContext(file, marks, reg.matchers, reg.actions, reg.estimators, reg.owners)
+    return CompileContext(file, marks, reg.matchers, reg.actions, reg.estimators)
 
 
 def settle_conflicts(ctx: CompileContext, data: dict, conflicts) -> None:
     """Plugins that disagree about a tool are an error unless the rule file decides."""
     declared = data.get("tools", {})
+    bundled = bundled_name(ctx.file) if ctx.file != "<string>" else None
+    settle = ("settle it in this file's tools: section" if bundled is None else
+              f"settle it in the tools: section of a rule file of your own with extends: {bundled}")
     for first, second in conflicts:
         if first.pattern not in declared:
             ctx.problem("tools" if "tools" in data else "", (
                 f"tool {first.pattern!r} is declared differently by plugin {first.source} "
-                f"({_metadata(first)}) and plugin {second.source} ({_metadata(second)}); "
-                "settle it in this file's tools: section"))
+                f"({_metadata(first)}) and plugin {second.source} ({_metadata(second)}); {settle}"))
 
 
 def _metadata(spec: ToolSpec) -> str:

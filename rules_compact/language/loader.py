@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from typing import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
 from ..errors import ConfigError, InputError, Problem, kind_of, type_name
-from ..limits import max_rules_bytes
+from ..limits import max_rules_bytes, read_at_most
 from .model import RuleSet
 from ..plugins.manager import registry
 from ..resources import bundled_rules, preset_names
@@ -47,7 +48,7 @@ def read_source(source: str | os.PathLike) -> tuple[str, str]:
         if path.is_dir():
             raise InputError(f"{path}: is a directory, not a rule file")
         with open(path, "rb") as fh:  # at most limit + 1 bytes: /dev/zero has no size to check first
-            data = fh.read(limit + 1)
+            data = read_at_most(fh, limit + 1)
             size = os.fstat(fh.fileno()).st_size
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise InputError(f"{path}: cannot read rule file: {getattr(exc, 'strerror', None) or exc}") from None
@@ -72,6 +73,9 @@ class Layer:
     ctx: CompileContext
 
 
+#: A URL (``https://...``, ``file:///...``) where ``extends`` takes a path.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: C://x is a path
+
 #: How a rule file's ``extends`` target is read: a source (a path, ``default``, ``preset:NAME``)
 #: to its text and file name.
 Reader = Callable[[str], "tuple[str, str]"]
@@ -94,7 +98,7 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
     problems = [p for layer in layers for p in layer.ctx.problems]
     if problems:
         raise ConfigError(problems)
-    return ruleset
+    return replace(ruleset, files=tuple(layer.ctx.file for layer in layers if layer.ctx.file != "<string>"))
 
 
 def _layer(text: str, file: str, reg) -> Layer:
@@ -126,6 +130,10 @@ def _chain(text: str, file: str, reg, read: Reader) -> list[Layer]:
         parent = layer.data.get("extends")
         if parent is None:
             return layers[::-1]
+        if _URL.match(parent):
+            line, col = layer.ctx.locate("extends")
+            raise ConfigError([Problem(file, line, col, f"cannot extend {parent!r}: URLs are not supported; give a "
+                                       "path, 'default' or 'preset:NAME'", "extends")])
         base = Path(file).parent if file != "<string>" else Path.cwd()
         source = parent if bundled_rules(parent) is not None or Path(parent).is_absolute() else str(base / parent)
         key = source if bundled_rules(source) is not None else os.path.realpath(source)

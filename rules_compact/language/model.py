@@ -170,6 +170,8 @@ class RuleSet:
     # per item kind: the rules that can match an item of that kind, each with its matcher
     # specialised to the kind (True: it matches every such item)
     chains: dict[str, tuple[tuple[Rule, Matcher | bool], ...]] = field(default_factory=dict, compare=False)
+    # the files it was read from: its own and those it extends (none for rule-file text)
+    files: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def idempotent(self) -> bool:
