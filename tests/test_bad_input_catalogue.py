@@ -87,7 +87,7 @@ CASES = [
  ("rules-unknown-top-key", {"r.yaml": "version: 1\nname: a\nrulez: []\nrules: []\n"}, ["validate", "r.yaml"],
   1, "r.yaml:3:1: unknown key 'rulez'; allowed: budget, defaults, description, enabled, error_when, extends, name, plugin_tools, remove_rules, rules, step, tools, trigger, undeclared, version (at rulez)"),
  ("rules-unknown-matcher", {"r.yaml": R.replace("{role: tool}", "{rol: tool}")}, ["validate", "r.yaml"],
-  1, "r.yaml:5:13: unknown key 'rol'; allowed: age, all, any, at_step_boundary, call_in_previous_assistant, compactable, compacted, dangling, declared, has_thinking, has_tool_calls, in_span, in_tail, is_error, not, orphan, role, size, superseded, text, tool, where (at rules[0].match.rol)"),
+  1, "r.yaml:5:13: unknown key 'rol'; allowed: age, all, any, at_step_boundary, call_in_previous_assistant, compactable, compacted, dangling, declared, has_thinking, has_tool_calls, in_span, in_tail, is_error, not, observation, orphan, role, size, superseded, text, tool, where (at rules[0].match.rol)"),
  ("rules-unknown-action", {"r.yaml": R.replace("action: placeholder", "action: placehold")}, ["validate", "r.yaml"],
   1, "r.yaml:6:13: 'placehold' is not allowed; expected one of: keep, placeholder, truncate, strip-text, clear-inputs, cache-breakpoint (at rules[0].action)"),
  ("rules-wrong-type", {"r.yaml": R.replace("{role: tool}", "{size: {gt: big}}")}, ["validate", "r.yaml"],
