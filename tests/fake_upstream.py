@@ -253,10 +253,11 @@ def _answer(path: str, body: dict, reply: Reply, size: int) -> list[tuple[bytes 
 def _anthropic(body: dict, reply: Reply, size: int) -> list:
     u = reply.usage
     usage = {"input_tokens": u.get("input", max(1, size // 4)), "output_tokens": u.get("output", 5),
-             "cache_read_input_tokens": u.get("cache_read", 0), "cache_creation_input_tokens": u.get("cache_creation", 0)}
+             "cache_read_input_tokens": u.get("cache_read", 0),
+             "cache_creation_input_tokens": u.get("cache_creation", 0)}
     if reply.tool:
-        name, args = reply.tool
-        block = {"type": "tool_use", "id": f"toolu_{abs(hash((name, size))) % 10**8:08d}", "name": name, "input": args}
+        name, args = reply.tool  # ids from the request's size: a new one each round of a growing history
+        block = {"type": "tool_use", "id": f"toolu_{size:010d}", "name": name, "input": args}
         start, delta = {**block, "input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(args)}
         stop = "tool_use"
     else:

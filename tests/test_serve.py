@@ -325,6 +325,27 @@ def test_breakpoints_never_exceed_four_and_the_clients_stay(start, upstream):
     assert sent["messages"][-1]["content"][0]["cache_control"] == ephemeral
 
 
+def test_a_claude_code_shaped_request_is_compacted(proxy, upstream):
+    ephemeral = {"type": "ephemeral"}
+    messages = anthropic_messages(3)
+    messages.insert(3, {"role": "system", "content": "a mid-conversation system entry"})
+    messages[-1]["content"][0]["cache_control"] = ephemeral
+    request = {"model": "claude-x", "max_tokens": 5, "stream": True,
+               "thinking": {"type": "enabled", "budget_tokens": 1024},
+               "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+               "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": ephemeral},
+                          {"type": "text", "text": "env", "cache_control": ephemeral}],
+               "messages": messages}
+    httpx.post(proxy.url + "/v1/messages?beta=true", json=request,
+               headers={"anthropic-version": "2023-06-01", "x-claude-code-session-id": "s1"})
+    got, = upstream.requests
+    assert got.query == "beta=true" and got.body.count(b'"cache_control"') == 3
+    sent = got.json
+    assert sent["messages"][2]["content"][0]["content"] == "[Previous: used read]"
+    assert sent["messages"][3] == messages[3] and sent["messages"][-1] == messages[-1]
+    assert {k: v for k, v in sent.items() if k != "messages"} == {k: v for k, v in request.items() if k != "messages"}
+
+
 def test_other_paths_pass_through_to_the_fixed_upstream(proxy, upstream):
     httpx.get(proxy.url + "/v1/models?limit=3", headers={"anthropic-version": "2023-06-01", "host": "evil.example"})
     httpx.get(proxy.url + "/v1/models", headers={"authorization": "Bearer x"})
