@@ -30,8 +30,8 @@ an agent's session).  A reply is written in the shape of the path it answers:
 
 ``Reply(raw=b"...")`` answers those bytes exactly; ``status`` >= 400 answers ``error`` (or the
 API's error shape).  ``delay`` seconds pass before each stream event; ``hang=True`` streams
-the first events and then waits until the client goes away, which ``upstream.cancelled``
-counts.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
+the first events (unstreamed: sends nothing) and then waits until the client goes away,
+which ``upstream.cancelled`` counts.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
 
 :class:`Served` runs any ASGI app (the proxy too) the same way.
 """
@@ -181,10 +181,18 @@ class FakeUpstream:
             body = {}
         stream = isinstance(body, dict) and body.get("stream") is True
         events = _answer(recorded.path, body if isinstance(body, dict) else {}, reply, len(recorded.body))
-        if reply.raw is not None or reply.status >= 400 or not stream:
+        if reply.hang and not stream:
+            await self._hang(receive)
+        elif reply.raw is not None or reply.status >= 400 or not stream:
             await self._whole(send, reply, events, recorded.path)
         else:
             await self._stream(send, receive, reply, events)
+
+    async def _hang(self, receive) -> None:
+        """Answer nothing more until the client goes away."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.cancelled += 1
 
     async def _whole(self, send, reply: Reply, events: list, path: str) -> None:
         if reply.raw is not None:
@@ -209,9 +217,7 @@ class FakeUpstream:
         try:
             for i, frame in enumerate(frames):
                 if reply.hang and i == 2:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    self.cancelled += 1
+                    await self._hang(receive)
                     return
                 if reply.delay:
                     await asyncio.sleep(reply.delay)

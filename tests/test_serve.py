@@ -265,6 +265,14 @@ def test_a_stream_is_relayed_as_it_comes_and_a_client_leaving_cancels_it(proxy, 
     assert eventually(lambda: upstream.cancelled) == 1
 
 
+def test_a_client_leaving_before_the_answer_cancels_the_upstream_request(proxy, upstream):
+    upstream.script(Reply(hang=True))  # no answer at all until the client goes away
+    body = {"model": "claude-x", "max_tokens": 5, "messages": anthropic_messages()}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(proxy.url + "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}, timeout=0.5)
+    assert eventually(lambda: upstream.cancelled) == 1
+
+
 @pytest.mark.parametrize("body, reason", [
     (b"{not json", "not_json"),
     (b"[1, 2]", "shape"),
