@@ -35,7 +35,7 @@ from ..errors import InputError
 from ..formats import count_breakpoints, detect_format
 from ._common import Hook, OnCompact, Rules, noted
 
-__all__ = ["RequestCompactor", "compact_request"]
+__all__ = ["RequestCompactor", "compact_request", "breakpoints_outside"]
 
 
 class RequestCompactor:
@@ -57,12 +57,18 @@ class RequestCompactor:
         else:
             raise InputError("the request has no 'messages' list (Messages, Chat Completions) "
                              "and no 'input' list (Responses)")
-        outside = count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
-            + count_breakpoints({"cache_control": request.get("cache_control")})
-        result, _ = self.compactor.run(request[key], fmt, outside, thread_id=thread_id, run_id=run_id)
+        result, _ = self.compactor.run(request[key], fmt, breakpoints_outside(request), thread_id=thread_id,
+                                       run_id=run_id)
         out = {**request, key: result.messages}
         note = self.compactor.note_for(result.report)
         return out if note is None else {**out, **_noted(out, key, result.report.format, note)}
+
+
+def breakpoints_outside(request: Mapping[str, Any]) -> int:
+    """The cache breakpoints of a request outside its messages: on ``system`` blocks, on
+    ``tools`` and at the top level (``cache_control``), which count against Anthropic's 4."""
+    return count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
+        + count_breakpoints({"cache_control": request.get("cache_control")})
 
 
 def _noted(request: dict, key: str, format_name: str, note: str) -> dict:
