@@ -18,7 +18,7 @@ from typing import Sequence
 import anyio
 import httpx
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as Path
 
@@ -120,7 +120,10 @@ class Proxy:
         url = upstream_url(self.bases[route.api], route.api, raw_path, scope.get("query_string", b""))
         rewritten, content, headers = None, None, forwarded_headers(scope["headers"])
         if route.format is not None:
-            content = await request.body()
+            try:
+                content = await request.body()
+            except ClientDisconnect:  # gone before its body was in: nothing to relay
+                return
             rewritten = await anyio.to_thread.run_sync(
                 rewrite, route, content, request.headers.get("content-encoding"),
                 request.headers.get("x-claude-code-session-id"), self.sessions)
@@ -161,9 +164,11 @@ class Proxy:
     async def _send(self, upstream_request: httpx.Request, send, route: Route, rewritten: Rewritten | None
                     ) -> httpx.Response | None:
         """The upstream's answer (its headers; the body still to come), or None when it failed
-        (the client then has its 502 or 504)."""
+        (the client then has its 502 or 504) or the client went away during its upload."""
         try:
             return await self.client.send(upstream_request, stream=True)
+        except ClientDisconnect:  # the client went away during its upload
+            return None
         except httpx.TimeoutException:
             await self._upstream_failed(send, route, rewritten, 504, "the upstream did not answer in time")
         except httpx.HTTPError as exc:
