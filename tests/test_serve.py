@@ -408,6 +408,14 @@ def test_the_log_has_one_line_per_request_and_no_secret_or_content(proxy, upstre
     assert SECRET not in caplog.text and "read the files" not in caplog.text and "f0.py" not in caplog.text
 
 
+def test_each_compaction_is_an_otel_span_of_the_serve_integration(proxy, otel_spans):
+    anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0).messages.create(
+        model="claude-x", max_tokens=10, messages=anthropic_messages())
+    [span] = [s for s in otel_spans.get_finished_spans() if s.name == "rules_compact.compact"]
+    assert span.attributes["rules_compact.integration"] == "serve"
+    assert span.attributes["rules_compact.items_changed"] == 1
+
+
 def rounds(path, every: int = 1):
     """The request bodies of a logged conversation, round by round (each ends on a user turn)."""
     (conversation, fmt), = read_file(str(path), None, lambda _: None)
