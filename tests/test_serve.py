@@ -255,6 +255,17 @@ def test_an_unreachable_upstream_is_a_502_in_the_api_shape(start):
         closed.close()
 
 
+def test_an_upstream_that_does_not_answer_in_time_is_a_504(start, upstream):
+    served = start(read_timeout=0.3)
+    upstream.script(Reply(hang=True))
+    with pytest.raises(anthropic.APIStatusError) as late:
+        anthropic.Anthropic(base_url=served.url, api_key="k", max_retries=0).messages.create(
+            model="claude-x", max_tokens=10, messages=anthropic_messages())
+    assert late.value.status_code == 504 and late.value.body["error"]["message"] == \
+        "the upstream did not answer in time"
+    assert metric(served, "rules_compact_serve_upstream_errors_total", route="messages", status="504") == 1
+
+
 def test_a_stream_is_relayed_as_it_comes_and_a_client_leaving_cancels_it(proxy, upstream):
     upstream.script(Reply(hang=True))  # two events, then nothing until the client goes away
     client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
