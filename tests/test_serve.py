@@ -462,24 +462,29 @@ def test_sessions_are_bounded_and_evicted_when_idle():
     assert sessions.summary() == [] and sessions.evicted == 3
 
 
-def spawn(upstream_url: str, *args: str) -> tuple[subprocess.Popen, str]:
-    """``rules-compact serve`` in a process of its own on a free port, and its URL."""
+def spawn(upstream_url: str, *args: str, count: int = 1) -> list[tuple[subprocess.Popen, str]]:
+    """``count`` ``rules-compact serve`` processes (started together) on free ports, with their URLs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "rules_compact", "serve", "--port", "0",
-                                "--anthropic-upstream", upstream_url, *args],
-                               stderr=subprocess.PIPE, text=True, env=env)
-    line = process.stderr.readline()
-    found = re.search(r"serving on (http://\S+)", line)
-    assert found, line
-    return process, found[1]
+    processes = [subprocess.Popen([sys.executable, "-m", "rules_compact", "serve", "--port", "0",
+                                   "--anthropic-upstream", upstream_url, *args],
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(count)]
+    out = []
+    for process in processes:
+        line = process.stderr.readline()
+        found = re.search(r"serving on (http://\S+)", line)
+        assert found, line
+        out.append((process, found[1]))
+    return out
 
 
-def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(upstream):
-    fmt, bodies = rounds(TRACES / "claude-code" / "agent-a2898e3.jsonl", every=2)
-    processes = [spawn(upstream.url, "-r", STEPPED_DEFAULT) for _ in range(2)]
+def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(start, upstream):
+    fmt, bodies = rounds(TRACES / "claude-code" / "agent-a2898e3.jsonl")
+    rules = [load_rules(STEPPED_DEFAULT)]
+    every_round = start(rules=rules)  # sees them all, in this process
+    processes = spawn(upstream.url, "-r", STEPPED_DEFAULT, count=2)
     try:
-        for i, body in enumerate(bodies):
-            for process, url in (processes[i % 2], processes[(i + 1) % 2]):
+        for i, body in enumerate(bodies):  # odd rounds to one process, even ones to the other
+            for url in (processes[i % 2][1], every_round.url):
                 httpx.post(url + "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"})
     finally:
         for process, _ in processes:
@@ -487,8 +492,7 @@ def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(upstr
             process.wait(10)
     sent = [r.body for r in upstream.requests]
     assert len(sent) == 2 * len(bodies)
-    assert sent[0::2] == sent[1::2]  # each round: the same bytes from either process
-    rules = [load_rules(STEPPED_DEFAULT)]
+    assert sent[0::2] == sent[1::2]
     assert [json.loads(b)["messages"] for b in sent[0::2]] == [compact(b["messages"], rules, format=fmt).messages
                                                               for b in bodies]
 
@@ -496,7 +500,7 @@ def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(upstr
 def test_sighup_reloads_valid_rules_and_sigterm_lets_a_stream_finish(upstream, tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text("version: 1\nname: first\nrules: []\n")
-    process, url = spawn(upstream.url, "-r", str(rules), "--grace", "20")
+    [(process, url)] = spawn(upstream.url, "-r", str(rules), "--grace", "20")
     try:
         rules.write_text("version: 1\nname: second\nrules: [{name: x, match: {nope: 1}, action: keep}]\n")
         process.send_signal(signal.SIGHUP)
