@@ -129,6 +129,8 @@ def _compacted(route: Route, body: dict, session_id: str | None, sessions: Sessi
     try:
         check_api_validity(given, after, route.format, breakpoints_outside(body))
     except AssertionError as exc:
-        raise FailOpen("invalid_result", f"check_api_validity rejected the compacted request: {exc}") from None
+        sent = {**done, "tokens_after": report.tokens_before, "items_changed": 0}  # the original goes
+        return Rewritten(**sent, seconds=time.perf_counter() - start, fail_open="invalid_result",
+                         message=f"check_api_validity rejected the compacted request: {exc}")
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return Rewritten(text.encode("utf-8", "backslashreplace"), **done, seconds=time.perf_counter() - start)

@@ -72,7 +72,7 @@ class Conversation:
         """``messages`` with its leading run equal to the previous round's replaced by those
         very objects (a new list; the request's is untouched).  Equal as Python compares
         values: a message re-sent with ``1.0`` for ``1`` (or ``1`` for ``true``) keeps the
-        previous round's, which no JSON client does."""
+        previous round's (a client that re-sends its history as it sent it never does that)."""
         previous, out = self.previous, list(messages)
         for i, (old, new) in enumerate(zip(previous, messages)):
             if old is new:
