@@ -394,10 +394,13 @@ def test_metrics_count_tokens_and_the_upstreams_cache_usage(proxy, upstream):
     with client.messages.stream(model="claude-x", max_tokens=10, messages=anthropic_messages()) as stream:
         stream.get_final_message()
     chat = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
-    upstream.script(Reply(usage={"cache_read": 64}, gzip=True))
+    upstream.script(Reply(usage={"cache_read": 64}, gzip=True), Reply(usage={"cache_read": 32}))
     chat.chat.completions.create(model="gpt", messages=chat_messages())
+    with chat.responses.stream(model="gpt", input=responses_input()) as stream:
+        stream.get_final_response()
     usage = "rules_compact_serve_upstream_usage_tokens_total"
-    assert eventually(lambda: metric(proxy, usage, route="chat_completions", kind="cached")) == 64  # gzip read
+    assert eventually(lambda: metric(proxy, usage, route="responses", kind="cached")) == 32  # response.completed
+    assert metric(proxy, usage, route="chat_completions", kind="cached") == 64  # a gzip answer, read
     assert metric(proxy, usage, route="messages", kind="cache_read") == 400  # streamed and not
     assert metric(proxy, usage, route="messages", kind="cache_creation") == 20
     assert metric(proxy, "rules_compact_serve_requests_total", route="messages", outcome="compacted") == 2
@@ -405,7 +408,7 @@ def test_metrics_count_tokens_and_the_upstreams_cache_usage(proxy, upstream):
     assert before > metric(proxy, "rules_compact_serve_estimated_tokens_after_total", route="messages") > 0
     assert metric(proxy, "rules_compact_serve_compaction_seconds_count", route="messages") == 2
     sessions = httpx.get(proxy.url + "/rules-compact/sessions").json()["sessions"]
-    assert len(sessions) == 2 and sessions[1]["requests"] == 2 and sessions[1]["items_changed"] == 1
+    assert len(sessions) == 3 and sessions[2]["requests"] == 2 and sessions[2]["items_changed"] == 1
 
 
 def test_the_log_has_one_line_per_request_and_no_secret_or_content(proxy, upstream, caplog):
