@@ -276,12 +276,15 @@ def test_a_stream_is_relayed_as_it_comes_and_a_client_leaving_cancels_it(proxy, 
     assert eventually(lambda: upstream.cancelled) == 1
 
 
-def test_a_client_leaving_before_the_answer_cancels_the_upstream_request(proxy, upstream):
+def test_a_client_leaving_before_the_answer_cancels_the_upstream_request(proxy, upstream, caplog):
     upstream.script(Reply(hang=True))  # no answer at all until the client goes away
     body = {"model": "claude-x", "max_tokens": 5, "messages": anthropic_messages()}
-    with pytest.raises(httpx.ReadTimeout):
-        httpx.post(proxy.url + "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}, timeout=0.5)
-    assert eventually(lambda: upstream.cancelled) == 1
+    with caplog.at_level(logging.INFO, "rules_compact.serve"):
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(proxy.url + "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"},
+                       timeout=0.5)
+        assert eventually(lambda: upstream.cancelled) == 1
+        assert eventually(lambda: "ended='client disconnected before the answer'" in caplog.text)
 
 
 @pytest.mark.parametrize("body, reason", [

@@ -142,7 +142,7 @@ class Proxy:
                         rewritten: Rewritten | None) -> None:
         """Send the request upstream and relay its answer; a client that goes away (noticed from
         the moment its body is read: at once, or after an ``upload`` is relayed) cancels both."""
-        started, gone = time.perf_counter(), []
+        started, gone, upstream = time.perf_counter(), [], None
         async with anyio.create_task_group() as group:
             async def watch() -> None:
                 while (await receive())["type"] != "http.disconnect":
