@@ -31,7 +31,8 @@ an agent's session).  A reply is written in the shape of the path it answers:
 ``Reply(raw=b"...")`` answers those bytes exactly; ``status`` >= 400 answers ``error`` (or the
 API's error shape).  ``delay`` seconds pass before each stream event; ``hang=True`` streams
 the first events (unstreamed: sends nothing) and then waits until the client goes away,
-which ``upstream.cancelled`` counts.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
+which ``upstream.cancelled`` counts; ``cut=True`` streams the first events and then drops
+the connection.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
 
 :class:`Served` runs any ASGI app (the proxy too) the same way.
 """
@@ -100,6 +101,7 @@ class Reply:
     raw: bytes | None = None
     delay: float = 0.0
     hang: bool = False
+    cut: bool = False  # stream the first events, then drop the connection
     gzip: bool = False
 
 
@@ -219,6 +221,8 @@ class FakeUpstream:
                 if reply.hang and i == 2:
                     await self._hang(receive)
                     return
+                if reply.cut and i == 2:
+                    return  # the response is left incomplete: the server drops the connection
                 if reply.delay:
                     await asyncio.sleep(reply.delay)
                 await send({"type": "http.response.body", "body": frame, "more_body": True})

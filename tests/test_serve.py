@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import gzip
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -274,6 +276,15 @@ def test_a_stream_is_relayed_as_it_comes_and_a_client_leaving_cancels_it(proxy, 
     assert next(events).type == "message_start"  # arrived while the upstream still streams
     stream.close()
     assert eventually(lambda: upstream.cancelled) == 1
+
+
+def test_a_stream_the_upstream_breaks_off_is_broken_off_for_the_client(proxy, upstream):
+    upstream.script(Reply(cut=True))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    sdk_http = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")  # the SDK's
+    with pytest.raises((anthropic.APIError, sdk_http.HTTPError)):
+        with client.messages.stream(model="claude-x", max_tokens=10, messages=anthropic_messages()) as stream:
+            stream.get_final_message()
 
 
 def test_a_client_leaving_before_the_answer_cancels_the_upstream_request(proxy, upstream, caplog):
