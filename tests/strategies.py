@@ -110,7 +110,7 @@ def _extras(draw, msg: dict) -> dict:
 # -- OpenAI Chat Completions -------------------------------------------------
 
 OPENAI_SEGMENTS = ["user", "user", "assistant", "span", "span", "span", "span", "orphan", "other_role",
-                   "empty_user"]
+                   "empty_user", "observation"]
 
 
 def _openai_arguments(draw) -> str:
@@ -163,7 +163,7 @@ def _openai_assistant_content(draw) -> Any:
 @st.composite
 def openai_conversations(draw, max_segments: int = 9) -> list:
     """OpenAI messages: system/user/assistant/tool, parallel calls, orphans, dangling calls, the
-    developer and function roles."""
+    developer and function roles, observations in user messages."""
     ids = itertools.count()
     msgs: list[dict] = []
     if draw(st.booleans()):
@@ -172,6 +172,9 @@ def openai_conversations(draw, max_segments: int = 9) -> list:
         if segment == "user":
             content = draw(st.one_of(_nonempty_texts, _user_parts))
             msgs.append(_extras(draw, {"role": "user", "content": content}))
+        elif segment == "observation":  # a text-action agent's output, marked by its reader
+            marker = draw(st.one_of(st.just(True), _tool_names))
+            msgs.append({"role": "user", "observation": marker, "content": draw(st.one_of(texts, _user_parts))})
         elif segment == "empty_user":
             msgs.append({"role": "user", "content": draw(st.sampled_from(["", None, [], "   "]))})
         elif segment == "assistant":
@@ -431,6 +434,7 @@ LEAF_MATCHERS: dict[str, st.SearchStrategy] = {
                       st.lists(st.sampled_from(["tool", "assistant"]), min_size=1, max_size=2)),
     "tool": _one_or_list(TOOL_PATTERNS),
     "compactable": _booleans,
+    "declared": _booleans,
     "size": _size_options,
     "in_tail": _booleans,
     "is_error": _booleans,
@@ -438,6 +442,7 @@ LEAF_MATCHERS: dict[str, st.SearchStrategy] = {
     "has_thinking": _booleans,
     "call_in_previous_assistant": _booleans,
     "orphan": _booleans,
+    "observation": _booleans,
     "dangling": _booleans,
     "compacted": _booleans,
     "text": _text_options,
@@ -569,7 +574,7 @@ _tools_sections = st.dictionaries(
 
 #: Every top-level key the strategies write.
 TOP_LEVEL_KEYS = ["version", "name", "description", "enabled", "extends", "remove_rules", "trigger", "step", "budget",
-                  "defaults", "error_when", "undeclared", "tools", "rules"]
+                  "defaults", "error_when", "undeclared", "plugin_tools", "tools", "rules"]
 
 
 @st.composite
@@ -589,6 +594,7 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 4) -> dict:
         "defaults": _defaults,
         "error_when": error_matchers,
         "undeclared": st.sampled_from(["compact", "keep"]),
+        "plugin_tools": st.sampled_from(["use", "ignore"]),
         "tools": _tools_sections,
         "step": st.fixed_dictionaries({"unit": st.sampled_from(["tool_results", "tokens", "messages"]),
                                        "every": st.sampled_from([1, 2, 3, 5, 100, 2000])},

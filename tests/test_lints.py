@@ -91,7 +91,8 @@ def test_glob_in_tools_section_and_with_a_star(capsys, tmp_path):
     path = write(tmp_path, "  - {name: mcp, match: {tool: [Bash, \"mcp__[*\"]}, action: placeholder}\n",
                  head='version: 1\nname: t\ntools:\n  "mcp__[*": {compact: true}\nrules:\n')
     _, found, _ = lints_of(capsys, path)
-    assert [(line, name) for line, _, name, _ in found] == [(4, "glob-unclosed-bracket"), (6, "glob-unclosed-bracket")]
+    assert [(line, name) for line, _, name, _ in found] == [(4, "glob-unclosed-bracket"), (4, "unread-tool-metadata"),
+                                                            (6, "glob-unclosed-bracket")]
     ok = write(tmp_path, "  - {name: mcp, match: {tool: [\"Read[12]\", \"[!a]*\", \"x[]]\"]}, action: placeholder}\n",
                name="ok.yaml")
     assert lints_of(capsys, ok)[1] == []  # closed sets
@@ -136,7 +137,8 @@ TOOLS = "  - {name: a, match: {tool: [Reed, \"mcp__*\", \"Todo*\"]}, action: pla
 
 
 def test_unknown_tools_only_with_a_known_list_or_strict(capsys, tmp_path):
-    path = write(tmp_path, TOOLS, head="version: 1\nname: t\ntools:\n  TodoWrite: {compact: false}\nrules:\n")
+    path = write(tmp_path, TOOLS + "  - {name: k, match: {compactable: false}, action: keep}\n",
+                 head="version: 1\nname: t\ntools:\n  TodoWrite: {compact: false}\nrules:\n")
     assert lints_of(capsys, path)[1] == []  # not checked by default
     known = tmp_path / "tools.txt"
     known.write_text("# from audit\nRead\nTodoWrite\n", encoding="utf-8")
@@ -221,9 +223,9 @@ def test_presets_lists_every_preset_with_its_source_and_parameters(capsys):
     by_name = {b.split(":", 2)[1]: b for b in blocks}
     assert by_name["observation-masking"].splitlines() == [
         "preset:observation-masking: Reproduces SWE-agent's LastNObservations(n=10) history processor",
-        "    6 rules; age tool_results ≥ 10"]
+        "    8 rules; age tool_results ≥ 10"]
     assert by_name["anthropic-clear-tool-uses"].splitlines()[1] == (
-        "    2 rules; trigger: tokens > 100,000; age tool_calls ≥ 3; estimator: utf16_4")
+        "    4 rules; trigger: tokens > 100,000; age tool_calls ≥ 3; estimator: utf16_4")
     assert "min_cleared_tokens: 20,001" in by_name["opencode-prune"]
 
 

@@ -697,7 +697,7 @@ def test_check_plugin(example):
 
 def test_run_golden_case_on_the_example(example):
     results = run_golden_case(EXAMPLE_GOLDEN, plugins=[example])
-    assert len(results) == 5
+    assert len(results) == 6
     only = run_golden_case(EXAMPLE_GOLDEN, plugins=[example], name="words-estimator")
     assert list(only) == ["words-estimator"]
 

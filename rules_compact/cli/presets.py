@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..language.lints import bounded_matchers
+from ..language.lints import bounded_matchers, reads_tool_metadata
 from ..language.loader import load_rules, read_source
 from ..language.yamlsource import load_yaml
 from ..resources import preset_names
@@ -60,7 +60,7 @@ def preset_summary(name: str) -> dict:
         parameters.append(f"estimator: {ruleset.estimator_name}")
     protected = [spec.pattern for spec in ruleset.tools.exact.values() if not spec.compact]
     protected += [spec.pattern for spec in ruleset.tools.globs if not spec.compact]
-    if protected:
+    if protected and reads_tool_metadata(ruleset):  # only what a rule really keeps
         parameters.append("kept tools: " + ", ".join(protected))
     return {"preset": f"preset:{name}", "name": ruleset.name, "source": _source(ruleset.description),
             "rules": len(ruleset.rules), "parameters": parameters}

@@ -118,7 +118,8 @@ class Facts:
 
     @lazy
     def tool_names(self) -> list:
-        """Per item: the tool a result's call names (None for a turn or an orphan)."""
+        """Per item: the tool a result's call names, or an observation's marker names (None for a
+        turn, an orphan or an observation that names none)."""
         return self._links[1]
 
     @lazy
@@ -126,6 +127,7 @@ class Facts:
         call_at, call_id, none = self.scan.call_at, self.scan.call_id, _NO_LINK
         links = [none] * len(call_id)
         names = [None] * len(call_id)
+        observed = self.scan.observed
         for k in self.scan.results:
             cid = call_id[k]
             if cid is not None:
@@ -133,11 +135,20 @@ class Facts:
                 if link is not None:
                     links[k] = link
                     names[k] = link[2]
+            elif observed[k].__class__ is str:
+                names[k] = observed[k]
         return links, names
 
     @lazy
+    def observations(self) -> list[bool]:
+        """Per item: a result carried in a user message (a text-action agent's observation)."""
+        return [value is not False for value in self.scan.observed]
+
+    @lazy
     def orphans(self) -> list[bool]:
-        return [not turn and link[0] is None for turn, link in zip(self.scan.is_turn, self.links)]
+        """Per item: a result that answers no call in the conversation (an observation answers none)."""
+        return [not turn and link[0] is None and observed is False
+                for turn, link, observed in zip(self.scan.is_turn, self.links, self.scan.observed)]
 
     @lazy
     def answered(self) -> set[str]:

@@ -42,6 +42,7 @@ class Item(NamedTuple):
     span: int | None
     prev_assistant: int | None = None  # result: the nearest assistant message before it
     has_thinking: bool = False  # assistant: holds thinking or reasoning content
+    observation: bool = False  # a result carried in a user message (a text-action agent's observation)
 
     @property
     def role(self) -> str:
@@ -59,7 +60,7 @@ class Scan:
     subclass that computes columns when first read (the same names, the same values)."""
 
     COLUMNS = ("msg", "block", "is_turn", "call_id", "error_flag", "calls", "thinking", "span", "prev_assistant",
-               "results", "turns", "user_turns", "span_starts", "last_assistant", "calls_of", "call_at")
+               "observed", "results", "turns", "user_turns", "span_starts", "last_assistant", "calls_of", "call_at")
 
     def __init__(self) -> None:
         self.msg: list[int] = []  # the item's message
@@ -71,6 +72,7 @@ class Scan:
         self.thinking: list[bool] = []  # a turn: holds thinking or reasoning
         self.span: list = []  # the item's span, or None
         self.prev_assistant: list = []  # a result: the nearest assistant message before it
+        self.observed: list = []  # an observation (a result in a user message): the tool it names, or True; else False
         self.results: list[int] = []  # item indices of the results
         self.turns: list[int] = []  # item indices of the assistant turns
         self.user_turns: list[int] = []  # message indices of user turns
@@ -79,9 +81,10 @@ class Scan:
         self.calls_of: list = []  # per message: its own calls (Format.calls)
         self.call_at: dict = {}  # call id -> (call, message index, tool name), first seen
 
-    def add_result(self, msg: int, block, call_id, error: bool, span, prev) -> None:
+    def add_result(self, msg: int, block, call_id, error: bool, span, prev, observed=False) -> None:
         self.results.append(len(self.msg))
         self._add(msg, block, False, call_id, error, (), False, span, prev)
+        self.observed[-1] = observed
 
     def add_turn(self, msg: int, calls: list, thinking: bool, span) -> None:
         self.turns.append(len(self.msg))
@@ -97,6 +100,7 @@ class Scan:
         self.thinking.append(thinking)
         self.span.append(span)
         self.prev_assistant.append(prev)
+        self.observed.append(False)
 
     def __len__(self) -> int:
         return len(self.msg)
@@ -105,6 +109,20 @@ class Scan:
         """The message where the item's span starts, or the item's own message outside a span."""
         span = self.span[item]
         return self.span_starts[span] if span is not None else self.msg[item]
+
+
+#: The key of an OpenAI user message that carries an observation (a text-action agent's tool
+#: output): true, or the name of the tool the observation answers.  Readers set it.
+OBSERVATION_KEY = "observation"
+
+
+def observed_tool(msg: Any) -> str | bool:
+    """What a message's observation marker says: the tool's name, True (an observation naming no
+    tool), or False (not an observation)."""
+    value = msg.get(OBSERVATION_KEY) if isinstance(msg, dict) else None
+    if value is True or (isinstance(value, str) and value):
+        return value
+    return False
 
 
 def _str(value: Any) -> str:
@@ -421,6 +439,11 @@ class Format:
     def is_user_turn(self, msg: Any) -> bool:
         raise NotImplementedError
 
+    def observation(self, msg: Any) -> str | bool:
+        """Whether a message is an observation (a text-action agent's tool output in a user
+        message): the tool it names, True, or False (every message of a format without them)."""
+        return False
+
     def result_count(self, msg: Any) -> int:
         """How many tool results a message holds (an assistant message holds none)."""
         return 0 if isinstance(msg, dict) and msg.get("role") == "assistant" else len(self.results(msg))
@@ -457,10 +480,11 @@ class Format:
                 scan.add_turn(i, calls, self.has_thinking(msg), span)
                 continue
             results = self.results(msg)
-            if not results:
+            observed = self.observation(msg)
+            if not results or observed is not False:  # an observation is outside any span
                 span = None
             for call_id, block, error in results:
-                scan.add_result(i, block, call_id, error, span, scan.last_assistant)
+                scan.add_result(i, block, call_id, error, span, scan.last_assistant, observed)
             if self.is_user_turn(msg):
                 scan.user_turns.append(i)
         return scan
@@ -541,10 +565,12 @@ class Format:
                                 tuple(c[1] or "" for c in calls), ids, text, False, False,
                                 not answered.issuperset(ids), scan.span[i], None, scan.thinking[i]))
             else:
-                cid = scan.call_id[i]
+                cid, observed = scan.call_id[i], scan.observed[i]
                 call, call_msg, name = call_at.get(cid, _NO_CALL) if cid is not None else _NO_CALL
+                name = observed if isinstance(observed, str) else name
                 out.append(Item(i, "tool_result", scan.msg[i], scan.block[i], name, cid, call, call_msg, (), (),
-                                text, scan.error_flag[i], call is None, False, scan.span[i], scan.prev_assistant[i]))
+                                text, scan.error_flag[i], call is None and observed is False, False, scan.span[i],
+                                scan.prev_assistant[i], observation=observed is not False))
         return tuple(out)
 
 

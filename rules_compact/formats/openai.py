@@ -6,8 +6,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..lazy import lazy
-from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, blocks_problem, _dicts, id_problem, keep_breakpoint,
-                   role_problem, _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
+from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, observed_tool, blocks_problem, _dicts, id_problem,
+                   keep_breakpoint, role_problem, _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind,
+                   parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
 __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS", "OPENAI_CACHE_CONTROL"]
@@ -47,6 +48,11 @@ def _call(call: Any) -> Call | None:
     return call_id, name if isinstance(name, str) else None, call
 
 
+def _observation(msg: Any) -> str | bool:
+    """A user message's observation marker (``observed_tool``); False for every other message."""
+    return observed_tool(msg) if isinstance(msg, dict) and msg.get("role") == "user" else False
+
+
 def _has_calls(tool_calls: Any) -> bool:
     """Whether ``_calls(tool_calls)`` finds a call (without building them)."""
     if not tool_calls or not isinstance(tool_calls, list):
@@ -71,6 +77,7 @@ class OpenAIScan(Scan):
         self.error_flag = errors = []
         self.call_at = at = {}
         self.doubtful = doubtful = []  # message indices
+        observations = {}  # item -> what its observation marker says
         for i, m in enumerate(messages):
             if not isinstance(m, dict):
                 roles.append(None)
@@ -115,8 +122,15 @@ class OpenAIScan(Scan):
                             at[cid] = (call, i, name)
             else:
                 plain = plain and role.__class__ is str and role in _OTHER_ROLES and "tool_calls" not in m
+                if role == "user" and (observed := observed_tool(m)) is not False:
+                    observations[len(msg)] = observed
+                    results.append(len(msg))
+                    msg.append(i)
+                    call_ids.append(None)
+                    errors.append(False)
             if not plain:
                 doubtful.append(i)
+        self._observations = observations
         self.is_turn = is_turn = [False] * len(msg)
         for k in turns:
             is_turn[k] = True
@@ -124,6 +138,13 @@ class OpenAIScan(Scan):
     @lazy
     def block(self) -> list:
         return [None] * len(self.msg)
+
+    @lazy
+    def observed(self) -> list:
+        observed = [False] * len(self.msg)
+        for item, value in self._observations.items():
+            observed[item] = value
+        return observed
 
     @lazy
     def calls_of(self) -> list:
@@ -161,6 +182,9 @@ class OpenAIScan(Scan):
                 prev.append(last)
             else:
                 span = None
+                if role == "user" and observed_tool(messages[i]) is not False:  # an observation: outside any span
+                    spans.append(None)
+                    prev.append(last)
         return spans, starts, prev
 
     @property
@@ -181,6 +205,8 @@ class OpenAIScan(Scan):
         at = self.msg[item]  # without the span columns: walk back over the results before it
         i, roles = at, self._roles
         if not self.is_turn[item]:
+            if roles[at] != "tool":  # an observation: outside any span
+                return at
             i -= 1
             while i >= 0 and roles[i] == "tool":
                 i -= 1
@@ -224,6 +250,8 @@ class OpenAIFormat(Format):
 
     @staticmethod
     def results(msg: Any) -> list[tuple[str | None, None, bool]]:
+        if _observation(msg) is not False:
+            return [(None, None, False)]
         if not isinstance(msg, dict) or msg.get("role") != "tool":
             return []
         call_id = msg.get("tool_call_id")
@@ -243,11 +271,15 @@ class OpenAIFormat(Format):
 
     @staticmethod
     def result_count(msg: Any) -> int:
-        return 1 if isinstance(msg, dict) and msg.get("role") == "tool" else 0
+        return 1 if isinstance(msg, dict) and msg.get("role") == "tool" or _observation(msg) is not False else 0
+
+    observation = staticmethod(_observation)
 
     @staticmethod
     def is_user_turn(msg: Any) -> bool:
-        return isinstance(msg, dict) and msg.get("role") == "user" and bool(parts_text(msg.get("content")).strip())
+        """A user message with text that is not an observation (a text-action agent's tool output)."""
+        return isinstance(msg, dict) and msg.get("role") == "user" and bool(parts_text(msg.get("content")).strip()) \
+            and _observation(msg) is False
 
     def has_thinking(self, msg: Any) -> bool:
         return isinstance(msg, dict) and (any(_str(msg.get(f)) for f in REASONING_FIELDS) or any(

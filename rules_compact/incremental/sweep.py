@@ -25,7 +25,7 @@ from .settle import settling_of
 __all__ = ["Sweep"]
 
 _PER_ITEM = frozenset(("msg", "block", "is_turn", "call_id", "error_flag", "calls", "thinking", "span",
-                       "prev_assistant"))
+                       "prev_assistant", "observed"))
 
 
 class PrefixScan(Scan):
@@ -88,6 +88,10 @@ class PrefixFacts(Facts):
     @lazy
     def orphans(self) -> list[bool]:
         return self._whole.orphans[:len(self)]
+
+    @lazy
+    def observations(self) -> list[bool]:
+        return self._whole.observations[:len(self)]
 
     @lazy
     def call_ids(self) -> list[tuple[str, ...]]:

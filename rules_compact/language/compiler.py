@@ -150,8 +150,9 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         path = join_path("tools", name)
         tool_placeholder = ctx.template(meta["placeholder"], f"{path}.placeholder") if "placeholder" in meta else None
         specs.append(ToolSpec(str(name), meta["compact"], tool_placeholder, source))
-    specs += plugin_tools
-    ctx.patterns += [s.placeholder.matches_any for s in plugin_tools if s.placeholder is not None]
+    if data.get("plugin_tools", "use") == "use":
+        specs += plugin_tools
+        ctx.patterns += [s.placeholder.matches_any for s in plugin_tools if s.placeholder is not None]
     if entries is None:
         entries = [(raw, ctx, f"rules[{i}]") for i, raw in enumerate(data.get("rules", []))]
     rules = []
@@ -220,6 +221,8 @@ def registry_context(file: str, marks: Marks, reg) -> CompileContext:
 def settle_conflicts(ctx: CompileContext, data: dict, conflicts) -> None:
     """Plugins that disagree about a tool are an error unless the rule file decides."""
     declared = data.get("tools", {})
+    if data.get("plugin_tools", "use") == "ignore":
+        return
     bundled = bundled_name(ctx.file) if ctx.file != "<string>" else None
     settle = ("settle it in this file's tools: section" if bundled is None else
               f"settle it in the tools: section of a rule file of your own with extends: {bundled}")

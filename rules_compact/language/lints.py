@@ -20,7 +20,7 @@ from .model import GLOB_CHARS, Rule, RuleSet
 from ..plugins.manager import registry
 from .yamlsource import Marks, join_path, load_yaml, locate
 
-__all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers"]
+__all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers", "reads_tool_metadata"]
 
 BOUND_KEYS = ("gt", "gte", "lt", "lte")
 KIND_NAMES = {RESULT: "tool results", TURN: "assistant turns"}
@@ -265,6 +265,29 @@ def _near(name: str, known: Sequence[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+#: The matcher kinds that read a tool's declared metadata.
+TOOL_METADATA_KINDS = frozenset({"compactable", "declared"})
+
+
+def reads_tool_metadata(ruleset: RuleSet) -> bool:
+    """Whether a rule (or ``error_when``) of the compiled file reads a tool's declared metadata."""
+    matchers = [rule.matcher for rule in ruleset.rules] + [m for m in (ruleset.error_when,) if m is not None]
+    return any(node.kind is not None and node.kind.name in TOOL_METADATA_KINDS
+               for matcher in matchers for node in matcher.nodes())
+
+
+def unread_tool_metadata(f: LintedFile) -> Iterator[Lint]:
+    """``tools: {X: {compact: false}}`` in a file where no rule matches on compactable: it decides nothing."""
+    tools = f.data.get("tools")
+    if not isinstance(tools, dict) or reads_tool_metadata(f.ruleset):
+        return
+    for name, meta in tools.items():
+        if isinstance(meta, dict) and "placeholder" not in meta:
+            yield f.at(join_path("tools", name), f"tools: {name} is declared but no rule matches on compactable "
+                                                   "(or declared), so its compact metadata decides nothing",
+                       "unread-tool-metadata")
+
+
 LINTS: dict[str, Callable[[LintedFile], Iterator[Lint]]] = {
     "keep-with-other-actions": keep_with_other_actions,
     "action-never-applies": action_never_applies,
@@ -272,6 +295,7 @@ LINTS: dict[str, Callable[[LintedFile], Iterator[Lint]]] = {
     "glob-unclosed-bracket": glob_unclosed_bracket,
     "unreachable-rule": unreachable_rule,
     "unknown-tool": unknown_tool,
+    "unread-tool-metadata": unread_tool_metadata,
 }
 
 

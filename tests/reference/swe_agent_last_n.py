@@ -124,3 +124,51 @@ def apply(
             text += IMAGES_SUFFIX.format(n=n_images)
         msg["content"] = text
     return out
+
+
+def with_message_types(history: list[dict]) -> list[dict]:
+    """A ``.traj`` history with SWE-agent's ``message_type`` on every entry, for the classic
+    trajectories that do not record it: as ``agents.py`` adds them, the instance template (the
+    first user entry that is no demonstration) and every user entry after an action are
+    observations; assistant entries are actions.  Entries that carry one keep theirs."""
+    out, acted, template = [], False, False
+    for entry in history:
+        entry = dict(entry)
+        if "message_type" not in entry:
+            role = entry.get("role")
+            if role == "assistant":
+                kind = "action"
+            elif role == "tool" or (role == "user" and not entry.get("is_demo") and (acted or not template)):
+                kind = "observation"
+                template = template or role == "user"
+            else:
+                kind = role
+            entry["message_type"] = kind
+        if entry.get("role") == "assistant":
+            acted = not entry.get("tool_calls")
+        out.append(entry)
+    return out
+
+
+def apply_history(history: list[dict], *, n: int = N, polling: int = POLLING) -> list[dict]:
+    """SWE-agent's ``LastNObservations.__call__`` on a raw ``.traj`` history, as the code does it
+    (``_get_omit_indices``: the observations but the first, the instance template, and the last
+    ``n``; tags honoured as above)."""
+    history = with_message_types(history)
+    observation_indices = [idx for idx, entry in enumerate(history)
+                           if entry.get("message_type") == "observation" and not entry.get("is_demo", False)]
+    last_removed_idx = max(0, (len(observation_indices) // polling) * polling - n)
+    omit = set(observation_indices[1:last_removed_idx])
+    out = []
+    for idx, entry in enumerate(history):
+        tags = set(entry.get("tags", []) or [])
+        if ((idx not in omit) or (tags & ALWAYS_KEEP_TAGS)) and not (tags & ALWAYS_REMOVE_TAGS):
+            out.append(entry)
+            continue
+        data = copy.deepcopy(entry)
+        n_lines, n_images = content_stats(data.get("content"))
+        data["content"] = TEMPLATE.format(n=n_lines)
+        if n_images > 0:
+            data["content"] += IMAGES_SUFFIX.format(n=n_images)
+        out.append(data)
+    return out

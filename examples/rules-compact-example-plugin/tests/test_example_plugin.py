@@ -32,7 +32,7 @@ def test_every_hook_loads():
 
 def test_golden_cases():
     results = run_golden_case(GOLDEN, plugins=[plugin])
-    assert len(results) == 5
+    assert len(results) == 6
 
 
 @pytest.mark.parametrize("content,summary", [

@@ -16,7 +16,7 @@ def compile_clear_inputs(options, ctx, path) -> Action:
         if not facts.scan.is_turn[index]:
             at = facts.links[index][1]
             if at is None:
-                return "orphan result: no call to clear"
+                return None if facts.observations[index] else "orphan result: no call to clear"
             ed.replace(at, fmt.clear_inputs(ed.message(at), frozenset([facts.scan.call_id[index]]), longer_than))
             return None
         ids = frozenset(facts.call_ids[index])

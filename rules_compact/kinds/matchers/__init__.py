@@ -11,7 +11,7 @@ from pkgutil import iter_modules
 
 __all__ = ["BUILTIN_MATCHERS"]
 
-ORDER = ('all', 'any', 'not', 'role', 'tool', 'compactable', 'size', 'age', 'in_tail', 'is_error', 'has_tool_calls', 'orphan', 'dangling', 'compacted', 'text', 'where', 'has_thinking', 'call_in_previous_assistant', 'superseded', 'at_step_boundary', 'in_span')
+ORDER = ('all', 'any', 'not', 'role', 'tool', 'compactable', 'declared', 'size', 'age', 'in_tail', 'is_error', 'has_tool_calls', 'orphan', 'observation', 'dangling', 'compacted', 'text', 'where', 'has_thinking', 'call_in_previous_assistant', 'superseded', 'at_step_boundary', 'in_span')
 
 
 def _rank(module: str) -> tuple:
