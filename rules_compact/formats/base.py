@@ -275,7 +275,8 @@ def shorten_values(value: Any, longer_than: int) -> Any:
 def rebuilt(value: Any, leaf: Callable[[Any], Any] = lambda v: v) -> Any:
     """A copy of the dicts and lists in ``value`` with every other value ``v`` in it replaced by
     ``leaf(v)``.  Walked in a loop, as every walk over a value is: arguments may nest as deeply
-    as the JSON reader reads (about 980 levels), past Python's recursion limit."""
+    as the JSON reader reads (some 900 levels from the command line), past what Python's
+    recursion limit leaves a recursive walk."""
     if not isinstance(value, (dict, list)):
         return leaf(value)
     top: list = [None]
