@@ -12,11 +12,11 @@ import json
 import math
 import re
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .errors import InputError
 
-__all__ = ["loads", "dumps", "dumps_pieces", "dumps_data"]
+__all__ = ["loads", "loads_held", "TooDeep", "dumps", "dumps_pieces", "dumps_data"]
 
 # a string (skipped), or a number or one of Python's non-JSON constants
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)', re.DOTALL)
@@ -43,7 +43,7 @@ def loads(text: str) -> Any:
     """``json.loads`` refusing NaN, Infinity, a number beyond a float's range and an integer of
     more digits than Python converts: ``json.JSONDecodeError`` located at that value."""
     try:  # parse_float costs about a microsecond per float; scanning the text first costs more
-        return json.loads(text, parse_constant=_constant, parse_float=_float)
+        return _parsed(text, lambda: json.loads(text, parse_constant=_constant, parse_float=_float))
     except _Refused as exc:
         token = exc.token
         raise json.JSONDecodeError(str(exc), text, _position(text, lambda t: t == token)) from None
@@ -55,6 +55,41 @@ def loads(text: str) -> Any:
         digits = len(_TOKEN.match(text, at)[1].lstrip("-"))
         raise json.JSONDecodeError(f"an integer of {digits} digits; at most {limit} are allowed",
                                    text, at) from None
+
+
+#: Frames kept spare when JSON text is parsed (the parser recurses once a level, against Python's
+#: recursion limit): what is read can then be written, measured or compared, by C code that
+#: recurses as the parser does, from this many frames deeper (the engine's deepest walks: about 40).
+SPARE_FRAMES = 100
+SHALLOW = 200  # text with at most this many brackets nests no deeper: parsed where it is
+COUNTED = 20_000  # characters up to which counting brackets costs less than keeping frames spare
+
+
+def with_spare_frames(frames: int, call: Callable[[], Any]) -> Any:
+    """``call()``, from ``frames`` frames deeper than here."""
+    return call() if frames <= 0 else with_spare_frames(frames - 1, call)
+
+
+def _parsed(text: Any, parse: Callable[[], Any]) -> Any:
+    """``parse()`` (of ``text``), with SPARE_FRAMES kept spare unless ``text`` is too short or
+    has too few brackets to nest deeply (a JSONL line: counting costs less than the frames)."""
+    if isinstance(text, str) and len(text) <= COUNTED and text.count("[") + text.count("{") <= SHALLOW:
+        return parse()
+    return with_spare_frames(SPARE_FRAMES, parse)
+
+
+class TooDeep(ValueError):
+    """JSON text that nests deeper than Python can parse where it is read."""
+
+
+def loads_held(text: str) -> Any:
+    """``json.loads`` of JSON text held in a value (a call's ``arguments`` string), with
+    SPARE_FRAMES as ``loads`` keeps them.  A string can hold any depth, more than Python's
+    recursion limit lets it parse: TooDeep (a ValueError, as for text that is no JSON) then."""
+    try:
+        return _parsed(text, lambda: json.loads(text))
+    except RecursionError:
+        raise TooDeep("JSON nests too deeply") from None
 
 
 def _position(text: str, wanted) -> int:

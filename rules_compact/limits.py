@@ -15,7 +15,7 @@ import re
 from .errors import InputError
 
 __all__ = ["max_input_bytes", "max_rules_bytes", "read_at_most", "MAX_ALIAS_NODES", "MAX_DEPTH", "MAX_TEMPLATE_CHARS",
-           "MAX_FORMAT_WIDTH", "MAX_JMESPATH_CHARS", "MAX_JMESPATH_DEPTH"]
+           "MAX_FORMAT_WIDTH", "MAX_JMESPATH_CHARS", "MAX_JMESPATH_DEPTH", "MAX_PRICE"]
 
 #: Rule files: nodes that YAML aliases may add by repeating anchored nodes (an alias bomb), and nesting.
 MAX_ALIAS_NODES = 100_000
@@ -26,6 +26,8 @@ MAX_FORMAT_WIDTH = 100
 #: ``where`` and ``key`` JMESPath expressions: their length, and how deeply they nest.
 MAX_JMESPATH_CHARS = 1_000
 MAX_JMESPATH_DEPTH = 100  # each level is two Python frames when evaluated
+#: ``--price``: the most a token may cost (a cost is a price times a token count: far below a float's range).
+MAX_PRICE = 1e6
 
 _UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
 _HIGHEST = 1024 ** 4  # 1 TiB: no input or rule file can usefully be larger

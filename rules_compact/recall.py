@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 from .formats import Format
 from .formats import decode_args
+from .formats.base import leaves
 
 __all__ = ["DISTINCTIVE", "References", "distinctive_strings", "response_text", "visible_pieces"]
 
@@ -36,18 +37,11 @@ def distinctive_strings(text: str) -> set[str]:
 
 def _values(value: Any) -> Iterable[str]:
     """The string and number values in decoded call arguments (keys are the tool's, not the agent's)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, (int, float)):
-        yield str(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _values(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _values(v)
+    for v in leaves(value):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            yield str(v)
 
 
 def response_text(fmt: Format, response: Iterable[Any]) -> str:

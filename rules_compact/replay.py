@@ -26,6 +26,7 @@ from .formats import FORMATS, Format, detect_format
 from .incremental import Compactor
 from .kinds.estimators import ESTIMATORS, Estimator
 from .language.model import RuleSet
+from .limits import MAX_PRICE
 from .recall import References
 
 __all__ = ["Price", "PRICES", "Replay", "replay", "parse_price", "round_starts", "round_tokens", "cold_rounds",
@@ -63,17 +64,17 @@ def parse_price(text: str) -> Price:
         if len(parts) not in (2, 3):
             raise ValueError
         cached, uncached = float(parts[0]), float(parts[1])
-        if not all(math.isfinite(v) and v >= 0 for v in (cached, uncached)):
+        if not all(0 <= v <= MAX_PRICE for v in (cached, uncached)):  # NaN fails both
             raise ValueError
         lifetime = None
         if len(parts) == 3:
             match = _DURATION.fullmatch(parts[2])
-            if not match or float(match[1]) <= 0:
+            lifetime = float(match[1]) * _UNIT_SECONDS[match[2]] if match else 0.0
+            if not 0 < lifetime < math.inf:
                 raise ValueError
-            lifetime = float(match[1]) * _UNIT_SECONDS[match[2]]
     except ValueError:
         raise InputError(f"--price {text!r}: expected {', '.join(PRICES)} or CACHED,UNCACHED[,LIFETIME] "
-                         "such as 0.1,1.25 or 0.1,1.25,5m") from None
+                         f"such as 0.1,1.25 or 0.1,1.25,5m, prices from 0 to {MAX_PRICE:g}") from None
     return Price(text, cached, uncached, lifetime)
 
 

@@ -196,7 +196,7 @@ def openai_conversations(draw, max_segments: int = 9) -> list:
                 if answered[j]:
                     msgs.append(_openai_tool_message(draw, calls[j]["id"]))
         elif segment == "orphan":
-            call_id = draw(st.sampled_from([f"orphan_{next(ids)}", None, 7]))
+            call_id = draw(st.sampled_from([f"orphan_{next(ids)}", None, "7"]))  # an id must be a string
             msgs.append(_openai_tool_message(draw, call_id))
         else:  # other_role
             role = draw(st.sampled_from(["developer", "function"]))

@@ -63,6 +63,19 @@ CASES = [
      {"id": "c", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}]}])},
   ["apply", "in.json"],
   2, "rules-compact: error: in.json: message 0: tool call 0: 'function.arguments' is an object, not a JSON string"),
+ # --- issue 29: integer tool-call ids (the APIs take strings) ---
+ ("integer-call-id", {"in.json": json.dumps([{"role": "assistant", "content": None, "tool_calls": [
+     {"id": 7, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}])}, ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 0: tool call 0: 'id' is a number, not a string"),
+ ("integer-tool-call-id", {"in.json": json.dumps([{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": 7, "content": "x"}])},
+  ["apply", "in.json"],
+  2, "rules-compact: error: in.json: message 1: 'tool_call_id' is a number, not a string"),
+ ("integer-tool-use-id", {"in.json": json.dumps([{"role": "user", "content": "go"}, {"role": "assistant", "content": [
+     {"type": "tool_use", "id": 7, "name": "bash", "input": {}}]}])}, ["stats", "in.json"],
+  2, "rules-compact: error: in.json: message 1: content block 0: tool_use 'id' is a number, not a string"),
+ ("integer-tool-result-id", {"in.json": json.dumps([{"role": "user", "content": [
+     {"type": "tool_result", "tool_use_id": 7, "content": "x"}]}])}, ["explain", "in.json"],
+  2, "rules-compact: error: in.json: message 0: content block 0: tool_result 'tool_use_id' is a number, not a string"),
  ("content-an-object", {"in.json": '[{"role": "user", "content": {"text": "hi"}}]'}, ["explain", "in.json"],
   2, "rules-compact: error: in.json: message 0: 'content' is an object, not a string, a list of parts or null"),
  ("unknown-role", {"in.json": '{"messages": [{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]}'},
@@ -175,6 +188,10 @@ CASES = [
   1, 'r.yaml:5:18: age needs at least one of gt, gte, lt, lte (at rules[0].match.age)'),
  ("among-with-unit-tool-calls", {"r.yaml": R.replace("{role: tool}", "{age: {unit: tool_calls, gt: 1, among: {}}}")}, ["validate", "r.yaml"],
   1, "r.yaml:5:51: 'among' needs unit tool_results, spans, user_turns or tokens, not 'tool_calls' (at rules[0].match.age.among)"),
+ # --- issue 29: a cost that overflows a float (the table showed inf and nan, --json died) ---
+ ("price-overflows", {"in.json": GOOD}, ["replay", "in.json", "--price", "1e308,1e308", "--json"],
+  2, "rules-compact: error: --price '1e308,1e308': expected anthropic, anthropic-1h, openai or "
+     "CACHED,UNCACHED[,LIFETIME] such as 0.1,1.25 or 0.1,1.25,5m, prices from 0 to 1e+06"),
  # --- issue 19: outputs ---
  ("report-is-output", {"in.json": GOOD}, ["apply", "in.json", "-o", "x.json", "--report", "x.json"],
   2, 'rules-compact: error: x.json: REPORT is the OUTPUT file; give them different names'),
@@ -704,3 +721,75 @@ def test_a_golden_case_past_the_input_limit_is_refused(tmp_path, monkeypatch):
     with pytest.raises(AssertionError) as info:
         run_golden_case(case)
     assert str(info.value) == f"{case}: golden case is over the limit of 2048 bytes (RULES_COMPACT_MAX_INPUT_BYTES)"
+
+
+# --- issue 29: tool arguments as deep as the reader reads (walks over values are loops) --------------
+
+CLEAR_INPUTS = ("version: 1\nname: ci\nrules:\n  - name: clear\n    match: {role: tool, age: {unit: tool_results, gte: 1}}\n"
+                "    action: [{clear-inputs: {longer_than: 200}}, placeholder]\n")
+
+
+def nested_text(depth: int, leaf: str) -> str:
+    """JSON text of ``leaf`` nested ``depth`` levels deep (json.dumps would recurse)."""
+    return '{"a": ' * depth + json.dumps(leaf) + "}" * depth
+
+
+def deep_session(fmt: str, depth: int, calls: int = 30) -> str:
+    """``calls`` Write calls whose arguments nest ``depth`` levels around a 300-character string."""
+    msgs: list = [{"role": "user", "content": "go"}]
+    for i in range(calls):
+        if fmt == "anthropic":
+            msgs += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Write", "input": "@"}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok " * 2000}]}]
+        else:
+            msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"t{i}", "type": "function", "function": {"name": "Write", "arguments": "@"}}]},
+                     {"role": "tool", "tool_call_id": f"t{i}", "content": "ok " * 2000}]
+    msgs.append({"role": "assistant", "content": "done"})
+    parts = json.dumps(msgs).split('"@"')
+    args = [nested_text(depth, f"{i}" + "x" * 300) for i in range(calls)]
+    if fmt == "openai":
+        args = [json.dumps(a) for a in args]
+    return "".join(p + (args[i] if i < calls else "") for i, p in enumerate(parts))
+
+
+def _apply(tmp_path, capsys, text: str, *argv: str) -> tuple[int, str, str]:
+    (tmp_path / "in.json").write_text(text)
+    code = main(["apply", str(tmp_path / "in.json"), "-o", str(tmp_path / "out.json"), *argv])
+    out, err = capsys.readouterr()
+    return code, err, (tmp_path / "out.json").read_text() if code == 0 else ""
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai"])
+def test_arguments_500_deep_are_cleared_by_the_default(tmp_path, capsys, fmt):
+    """clear-inputs (shorten_values) walked two frames a level, recall one: RecursionError at 500."""
+    code, err, out = _apply(tmp_path, capsys, deep_session(fmt, 500))
+    assert (code, "Traceback" in err) == (0, False)
+    assert out.count("lines cleared") >= 15
+    assert main(["replay", str(tmp_path / "in.json")]) == 0  # and reference recall reads the values in a loop
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai"])
+def test_arguments_as_deep_as_the_reader_reads_are_compacted(tmp_path, capsys, fmt):
+    """The deepest input the reader accepts (found by bisection) is compacted: no RecursionError
+    anywhere after it, only the reader's own clean refusal one level deeper."""
+    (tmp_path / "ci.yaml").write_text(CLEAR_INPUTS)
+    low, high = 100, 1100  # accepted, refused
+    while high - low > 1:
+        mid = (low + high) // 2
+        code, err, _ = _apply(tmp_path, capsys, deep_session("anthropic", mid, calls=3), "-r", str(tmp_path / "ci.yaml"))
+        assert code in (0, 2) and "Traceback" not in err
+        low, high = (mid, high) if code == 0 else (low, mid)
+    assert "JSON nests too deeply" in err or code == 0
+    code, err, out = _apply(tmp_path, capsys, deep_session(fmt, low), "-r", str(tmp_path / "ci.yaml"))
+    assert (code, "Traceback" in err) == (0, False)
+    assert out.count("lines cleared") == 29
+
+
+def test_arguments_text_deeper_than_python_parses_is_left_as_it_is(tmp_path, capsys):
+    """An OpenAI ``arguments`` string can nest any depth: too deep to parse, it is not JSON data
+    to shorten, and is left as it is."""
+    (tmp_path / "ci.yaml").write_text(CLEAR_INPUTS)
+    code, err, out = _apply(tmp_path, capsys, deep_session("openai", 5000, calls=3), "-r", str(tmp_path / "ci.yaml"))
+    assert (code, "Traceback" in err) == (0, False)
+    assert json.loads(out)[1]["tool_calls"][0]["function"]["arguments"].startswith('{"a": {"a": ')

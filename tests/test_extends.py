@@ -112,3 +112,14 @@ def test_problems_in_the_parent_point_at_the_parent(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_rules(child)
     assert [p.file for p in info.value.problems] == [str(tmp_path / "p.yaml")]
+
+
+def test_a_chain_longer_than_the_recursion_limit_loads(tmp_path, base):
+    """1,000 files, each extending the next: read in a loop (it raised RecursionError)."""
+    parent = base.name
+    for n in range(1000):
+        write(tmp_path, f"version: 1\nname: c{n}\nextends: {parent}\n", f"c{n}.yaml")
+        parent = f"c{n}.yaml"
+    rules = load_rules(tmp_path / parent)
+    assert [r.name for r in rules.rules] == ["keep-errors", "keep-recent", "clear"]
+    assert compact(MESSAGES, rules).messages[2]["content"] == "[base Read]"

@@ -58,6 +58,12 @@ CASES = [
     ("empty-range",
      "  - {name: odd, match: {size: {gt: 1000, lt: 100}}, action: placeholder}\n",
      (4, 31, "rule 'odd': size {gt: 1000, lt: 100} matches nothing: no whole number meets every bound")),
+    ("empty-range",
+     "  - {name: negative-age, match: {age: {unit: messages, lt: 0}}, action: placeholder}\n",
+     (4, 39, "rule 'negative-age': age {lt: 0} matches nothing: no whole number of 0 or more meets every bound")),
+    ("empty-range",
+     "  - {name: negative-size, match: {size: {lt: 0}}, action: placeholder}\n",
+     (4, 41, "rule 'negative-size': size {lt: 0} matches nothing: no whole number of 0 or more meets every bound")),
     ("glob-unclosed-bracket",
      "  - {name: reads, match: {tool: \"Read[\"}, action: placeholder}\n",
      (4, 33, "tool: 'Read[': no ']' closes its '[', so it matches a literal '[' ('Read[[]' says so); "

@@ -343,6 +343,11 @@ CASES = [
         ["rules.yaml:6:27: conversion !r is not supported in '{tool_name!r}' (at rules[0].action.placeholder)"],
         id="template-conversion"),
     pytest.param(
+        R("  - name: a", "    match: {role: tool}", '    action: {placeholder: "[{chars:c}]"}'),
+        ["rules.yaml:6:27: format type 'c' of {chars:c} in '[{chars:c}]' is not supported "
+         "(at rules[0].action.placeholder)"],
+        id="template-format-type-c"),
+    pytest.param(
         Y("version: 1", "name: x", "defaults:", "  estimator: tiktoken", "rules: []"),
         [f"rules.yaml:4:14: 'tiktoken' is not allowed; expected one of: {ESTIMATOR_NAMES} (at defaults.estimator)"],
         id="unknown-estimator"),
@@ -359,6 +364,21 @@ CASES = [
         ["rules.yaml:6:43: 'among' needs unit tool_results, spans, user_turns or tokens, "
          "not 'messages' (at rules[0].match.age.among)"],
         id="among-with-unit-messages"),
+    # --- NaN and infinity: no number of the rule language may be one (NaN passes min/max checks) -----
+    pytest.param(
+        Y("version: 1", "name: x", "step: {unit: tool_results, every: 1, growth: .nan}", "rules: []"),
+        ["rules.yaml:3:46: expected a finite number, got .nan (at step.growth)"],
+        id="nan-step-growth"),
+    pytest.param(
+        Y("version: 1", "name: x", "step:", "  unit: tool_results", "  every: 1",
+          "  pay_back: {price_ratio: .NaN, factor: -.inf}", "rules: []"),
+        ["rules.yaml:6:27: expected a finite number, got .NaN (at step.pay_back.price_ratio)",
+         "rules.yaml:6:41: expected a finite number, got -.inf (at step.pay_back.factor)"],
+        id="nan-and-inf-pay-back"),
+    pytest.param(
+        R("  - name: a", "    match: {size: {gt: .inf}}", "    action: placeholder"),
+        ["rules.yaml:5:24: expected a finite number, got .inf (at rules[0].match.size.gt)"],
+        id="inf-matcher-bound"),
     # --- unsafe YAML, aliases, document shape -------------------------------------------------------
     pytest.param(
         Y("version: 1", "name: x", "rules: !!python/object:os.system {}"),

@@ -1173,3 +1173,52 @@ def test_a_draft_in_an_unknown_format_is_refused(tmp_path):
     bad = _chatlog_reader(read=lambda data: [Draft([], "chatlog", "gemini")])
     with use_plugins([plugin(readers=[bad])]), pytest.raises(InputError, match="a Draft needs a list of messages and a format of .*, got 'gemini'"):
         read_conversations(_chatlog(), "s.json")
+
+
+# --- what a plugin action produced is checked (issue 29) -----------------------------------------
+
+
+def _editing(edit):
+    """A plugin whose action ``bad`` runs ``edit(item, editor)`` on each item it is given."""
+    def compile_bad(options, ctx, path):
+        def bad(item, editor):
+            return edit(item, editor)
+        return Action("bad", bad)
+    return plugin(actions=[ActionKind("bad", compile_bad, "Edits badly.", {"type": "null"})], name="BadEdits")
+
+
+def _with_role(editor, item, role):
+    editor.replace(item.msg_index, {**editor.message(item.msg_index), "role": role})
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda item, ed: ed.set_result_text(item, 12345),
+     "action bad set a result's text to int 12345, not a string"),
+    (lambda item, ed: _with_role(ed, item, "user"),
+     "action bad made message 2 invalid: its role changed from 'tool' to 'user'"),
+    (lambda item, ed: ed.replace(item.msg_index, {**ed.message(item.msg_index), "tool_call_id": "other"}),
+     "action bad made message 2 invalid: its tool results changed from [('c1', None)] to [('other', None)]"),
+    (lambda item, ed: ed.replace(item.msg_index, {**ed.message(item.msg_index), "tool_call_id": 7}),
+     "action bad made message 2 invalid: 'tool_call_id' is a number, not a string"),
+    (lambda item, ed: ed.replace(item.msg_index, {**ed.message(item.msg_index), "content": 12345}),
+     "action bad made message 2 invalid: 'content' is a number, not a string, a list of parts or null"),
+    (lambda item, ed: 5, "action bad returned the note int 5, not a string or None"),
+], ids=["text-not-a-string", "role", "tool-call-id", "tool-call-id-not-a-string", "content-a-number", "note"])
+def test_a_plugin_actions_edits_are_checked(tmp_path, capsys, edit, problem):
+    """A plugin action that leaves a request a model API would reject, or breaks a call's
+    pairing, fails with one line naming the plugin and the rule (it exited 0)."""
+    with use_plugins([_editing(edit)]):
+        (tmp_path / "r.yaml").write_text(rules_text("  - {name: mangle, match: {role: tool}, action: bad}"))
+        (tmp_path / "in.json").write_text(json.dumps(conversation(("c1", "Bash", {}, "x" * 50))))
+        code, out, err = run(capsys, "apply", str(tmp_path / "in.json"), "-r", str(tmp_path / "r.yaml"))
+    assert code == 2 and out == ""
+    assert err == f"rules-compact: error: plugin BadEdits: rule mangle: {problem}\n"
+
+
+def test_a_plugin_action_that_edits_well_is_unchanged():
+    def redact(item, editor):
+        editor.set_result_text(item, editor.result_text(item).replace("secret", "[redacted]"))
+    with use_plugins([_editing(redact)]):
+        ruleset = parse_rules(rules_text("  - {name: r, match: {role: tool}, action: bad}"))
+    result = check_invariants(conversation(("c1", "Bash", {}, "a secret")), ruleset)
+    assert result.messages[-1]["content"] == "a [redacted]"

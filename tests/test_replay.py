@@ -141,7 +141,8 @@ def test_custom_prices(text, lifetime):
 
 
 @pytest.mark.parametrize("text", ["", "cheap", "0.1", "0.1,1.25,3,4", "0.1,1.25,5d", "0.1,1.25,0s", "0.1,-1",
-                                  "inf,1", "0.1,1.25,m"])
+                                  "inf,1", "0.1,1.25,m", "nan,1", "1e308,1e308", "0.1,1000001",
+                                  "0.1,1.25," + "9" * 400])
 def test_bad_prices(text):
     with pytest.raises(InputError, match="CACHED,UNCACHED"):
         parse_price(text)

@@ -93,6 +93,25 @@ def test_system_tools_and_the_last_two_messages_stay_four():
     assert sum(map(count_breakpoints, (m["content"] for m in roomy["messages"]))) == 3
 
 
+@pytest.mark.parametrize("outside", [
+    {"system": [{"type": "text", "text": f"part {i}", "cache_control": BP} for i in range(4)]},
+    {"system": SYSTEM + [{"type": "text", "text": "more"}], "tools": TOOLS * 2, "cache_control": BP},
+], ids=["four-on-system", "system-tools-and-top-level"])
+def test_apply_counts_a_bodys_breakpoints_outside_its_messages(tmp_path, outside):
+    """``rules-compact apply`` on a request body counts its system, tools and top-level
+    breakpoints, as RequestCompactor does (it wrote a 5th)."""
+    from rules_compact.cli import main
+
+    body = {"model": "claude-x", "max_tokens": 100, "messages": session(25)}
+    (tmp_path / "plain.json").write_text(json.dumps(body))
+    (tmp_path / "full.json").write_text(json.dumps({**body, **outside}))
+    for name in ("plain", "full"):
+        assert main(["apply", str(tmp_path / f"{name}.json"), "-r", str(STEPPED_DEFAULT),
+                     "-o", str(tmp_path / f"{name}-out.json")]) == 0
+    assert request_breakpoints(json.loads((tmp_path / "plain-out.json").read_text())) == 1  # the default's own
+    assert request_breakpoints(json.loads((tmp_path / "full-out.json").read_text())) == 4
+
+
 def test_forty_rounds_through_the_anthropic_sdk_never_go_over_four():
     """An agent loop on the real client: each round the application marks its system prompt,
     its tools and its newest one or two messages (3 or 4 breakpoints); with the default's at
@@ -193,6 +212,21 @@ def test_stripping_all_a_message_holds_writes_the_marker(fmt):
         out = check_invariants(messages, strip_rules(tool_turns_only=False, **options), fmt).messages
         marker = options.get("marker") or DEFAULT_STRIP_MARKER
         assert out[1]["content"] == ([{"type": "text", "text": marker}] if fmt == "anthropic" else marker)
+
+
+@pytest.mark.parametrize("kind", ["thinking", "reasoning"])
+def test_the_marker_goes_after_the_thinking_the_latest_turn_keeps(kind):
+    """OpenAI/LangChain content ``[thinking, text]`` on the latest assistant turn: its thinking
+    stays and must come first, so the marker goes after it (it went first)."""
+    thinking = ({"type": "thinking", "thinking": "Let me look.", "signature": "sig"} if kind == "thinking"
+                else {"type": "reasoning", "reasoning": "Let me look."})
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [thinking, {"type": "text", "text": "I will read it. " * 20}],
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "text"}]
+    out = check_invariants(messages, strip_rules(marker="[gone]"), "openai").messages
+    assert out[1]["content"] == [thinking, {"type": "text", "text": "[gone]"}]
+    check_api_validity(messages, out, "openai")
 
 
 def test_a_breakpoint_on_a_stripped_block_moves_to_a_block_that_stays():

@@ -52,7 +52,7 @@ def cmd_apply(args) -> int:
         what = f"an agent log ({logs[0].source_format})" if logs else "empty"
         raise InputError(f"{args.input}: is {what}; --in-place would rewrite it in another shape; "
                          "write the result with -o")
-    results = [compact(c.messages, sets, format=fmt) for c, fmt in found]
+    results = [compact(c.messages, sets, format=fmt, breakpoints_outside=c.breakpoints_outside) for c, fmt in found]
     text = _output(convs, results)
     if args.report:
         if len(convs) == 1:

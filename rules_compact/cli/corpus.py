@@ -42,7 +42,7 @@ def register(add) -> None:
     p.add_argument("--price", default="anthropic", metavar="PRICE",
                    help="price profile: anthropic (cached 0.1, uncached 1.25, 5-minute cache; default), "
                         "anthropic-1h (0.1, 2.0, 1 hour), openai (0.1, 1.0, 5 minutes) or CACHED,UNCACHED[,LIFETIME] "
-                        "(LIFETIME in seconds, or 5m, 1h)")
+                        "(prices from 0 to 1e6; LIFETIME in seconds, or 5m, 1h)")
     p.add_argument("--cache-expiry", action="store_true",
                    help="a round more than the price's cache lifetime after the previous one reads nothing from "
                         "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "

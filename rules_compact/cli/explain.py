@@ -103,7 +103,7 @@ def cmd_explain(args) -> int:
     out: list[str] = []
     legend = False
     for conv, fmt in read(args.input, args.format):
-        result = compact(conv.messages, sets, format=fmt)
+        result = compact(conv.messages, sets, format=fmt, breakpoints_outside=conv.breakpoints_outside)
         if args.json:
             for p in result.report.passes:
                 if p.ran:

@@ -8,7 +8,6 @@ reads it.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,7 +17,7 @@ import jmespath.exceptions
 
 from ..errors import InputError
 from ..formats import Format, Item, Scan, decode_args
-from ..jsontext import dumps_data
+from ..jsontext import dumps_data, loads_held
 from ..lazy import lazy
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from ..kinds.ages import AGE_UNITS
@@ -375,7 +374,7 @@ def signature(name: str | None, call: dict, key) -> tuple | None:
 @lru_cache(maxsize=8192)
 def _signature_of_text(name: str | None, raw: str, key) -> tuple | None:
     try:
-        args = json.loads(raw)
+        args = loads_held(raw)
     except ValueError:
         args = None
     return _signature_of(name, args, key)

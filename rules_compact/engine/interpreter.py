@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Callable
 
-from ..errors import InputError
+from ..errors import InputError, type_name
 from ..formats import Format, Scan
-from ..kinds.base import RESULT, TURN
+from ..kinds.base import RESULT, TURN, EditError
 from ..language.model import Budget, Rule, RuleSet
 from ..lazy import once_per, quick_init
 from .facts import Facts, Origin
@@ -114,6 +114,8 @@ class Editor:
         return self.result_text_at(item.index)
 
     def set_result_text(self, item, text: str, as_string: bool = False) -> None:
+        if not isinstance(text, str):
+            raise EditError(f"set a result's text to {type_name(text)}, not a string")
         self.set_result_text_at(item.index, text, as_string)
 
 

@@ -9,15 +9,15 @@ first message that shows any decides; a list that shows none is ``openai``.
 from __future__ import annotations
 
 from .anthropic import ANTHROPIC_BLOCKS, AnthropicFormat
-from .base import (THINKING_BLOCKS, Format, Item, KeepText, Scan, count_breakpoints, decode_args, dumps_args,
-                   parts_text, replace_content)
+from .base import (THINKING_BLOCKS, Format, Item, KeepText, Scan, breakpoints_outside, count_breakpoints, decode_args,
+                   dumps_args, parts_text, replace_content)
 from .openai import OPENAI_CACHE_CONTROL, OpenAIFormat
 from .responses import RESPONSES, RESPONSES_ITEM_TYPES, RESPONSES_PARTS, ResponsesFormat
 
 __all__ = ["Format", "Item", "Scan", "KeepText", "FORMATS", "register_format", "detect_format", "parts_text",
            "replace_content", "dumps_args", "decode_args", "OpenAIFormat", "AnthropicFormat", "ResponsesFormat", "RESPONSES",
            "ANTHROPIC_BLOCKS", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "THINKING_BLOCKS",
-           "count_breakpoints", "OPENAI_CACHE_CONTROL"]
+           "count_breakpoints", "breakpoints_outside", "OPENAI_CACHE_CONTROL"]
 
 FORMATS: dict[str, Format] = {}
 DETECT_ORDER: list[Format] = []  # whose marks are looked for first

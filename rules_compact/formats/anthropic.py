@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..jsontext import dumps_data
-from .base import (Call, Format, blocks_problem, _dicts, keep_breakpoint, role_problem, _str, count_breakpoints,
+from .base import (Call, Format, blocks_problem, _dicts, id_problem, keep_breakpoint, role_problem, _str, count_breakpoints,
                    deep_copy, dumps_args, is_tool_block, shorten_values, json_kind, parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
@@ -202,6 +202,9 @@ class AnthropicFormat(Format):
                     dumps_data(block["input"])  # data built in Python may be no JSON (a set)
                 except InputError as exc:
                     return str(exc)
+            key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(kind)
+            if key is not None and (problem := id_problem(block.get(key), f"content block {j}: {kind} '{key}'")):
+                return problem
             if kind == "tool_result" and inner is not None and not isinstance(inner, (str, list)):
                 return f"content block {j}: tool_result 'content' is {json_kind(inner)}, not a string or a list"
             if kind == "tool_result" and isinstance(inner, list) and (

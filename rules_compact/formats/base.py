@@ -7,16 +7,17 @@ untouched parts of the old one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, NamedTuple
 
 from ..errors import InputError, kind_of
-from ..jsontext import dumps_data
+from ..jsontext import TooDeep, dumps_data, loads_held
 
 #: Content blocks that hold reasoning: Anthropic's thinking blocks, and LangChain v1's reasoning
 #: blocks (in an ``AIMessage.content`` list, which the OpenAI format also reads).
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 
-__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "count_breakpoints", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
+__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "count_breakpoints", "breakpoints_outside", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
            "shallow_parts"]
 
 
@@ -179,6 +180,15 @@ def count_breakpoints(value: Any) -> int:
     return sum(1 for v in value if isinstance(v, dict) and v.get("cache_control")) if isinstance(value, list) else 0
 
 
+def breakpoints_outside(request: Any) -> int:
+    """The cache breakpoints a request body holds outside its messages: on ``system`` blocks, on
+    ``tools`` and at its top level (0 for a message list)."""
+    if not isinstance(request, Mapping):
+        return 0
+    return (count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools"))
+            + count_breakpoints({"cache_control": request.get("cache_control")}))
+
+
 def with_breakpoint(blocks: list, cache_control: dict, skip: frozenset = THINKING_BLOCKS) -> list | None:
     """``blocks`` with ``cache_control`` on the last block that may carry a breakpoint (none of
     the ``skip`` types, thinking by default, nor an empty text block); None when there is none,
@@ -208,6 +218,12 @@ def role_problem(msg: Any, roles: tuple[str, ...]) -> str | None:
     if role not in roles:
         return f"unknown role {role!r}; allowed: {', '.join(roles)}"
     return None
+
+
+def id_problem(value: Any, what: str) -> str | None:
+    """A tool-call id that is neither a string nor absent (the APIs take strings only: an integer
+    id was accepted silently)."""
+    return None if value is None or isinstance(value, str) else f"{what} is {json_kind(value)}, not a string"
 
 
 def blocks_problem(content: list, what: str) -> str | None:
@@ -244,7 +260,7 @@ def decode_args(call: dict | None) -> Any:
     if not isinstance(raw, str):
         return raw if isinstance(raw, dict) else None
     try:
-        return json.loads(raw)
+        return loads_held(raw)
     except ValueError:
         return None
 
@@ -252,13 +268,42 @@ def decode_args(call: dict | None) -> Any:
 def shorten_values(value: Any, longer_than: int) -> Any:
     """``value`` with every string over ``longer_than`` characters, at any depth, replaced by
     ``[N lines cleared]`` (the rest, such as a path or a short command, stays)."""
-    if isinstance(value, str):
-        return f"[{len(value.splitlines())} lines cleared]" if len(value) > longer_than else value
-    if isinstance(value, dict):
-        return {k: shorten_values(v, longer_than) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shorten_values(v, longer_than) for v in value]
-    return value
+    return rebuilt(value, lambda v: f"[{len(v.splitlines())} lines cleared]"
+                   if isinstance(v, str) and len(v) > longer_than else v)
+
+
+def rebuilt(value: Any, leaf: Callable[[Any], Any] = lambda v: v) -> Any:
+    """A copy of the dicts and lists in ``value`` with every other value ``v`` in it replaced by
+    ``leaf(v)``.  Walked in a loop, as every walk over a value is: arguments may nest as deeply
+    as the JSON reader reads (some 900 levels from the command line), past what Python's
+    recursion limit leaves a recursive walk."""
+    if not isinstance(value, (dict, list)):
+        return leaf(value)
+    top: list = [None]
+    todo: list[tuple[Any, Any, Any]] = [(value, top, 0)]  # (a container, where its copy goes, at which key)
+    while todo:
+        source, parent, key = todo.pop()
+        copy: Any = dict.fromkeys(source) if isinstance(source, dict) else [None] * len(source)
+        parent[key] = copy
+        for k, v in source.items() if isinstance(source, dict) else enumerate(source):
+            if isinstance(v, (dict, list)):
+                todo.append((v, copy, k))
+            else:
+                copy[k] = leaf(v)
+    return top[0]
+
+
+def leaves(value: Any) -> Iterable[Any]:
+    """Every value in ``value`` that is no dict or list, at any depth, in order (in a loop)."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(reversed(v.values()))
+        elif isinstance(v, list):
+            todo.extend(reversed(v))
+        else:
+            yield v
 
 
 #: The least ``longer_than`` of clear-inputs: shorter strings are never shortened.
@@ -268,23 +313,33 @@ SHORTEST_CLEARED = 40
 def is_shortened(before: Any, after: Any, longer_than: int = SHORTEST_CLEARED) -> bool:
     """Whether ``after`` is ``before`` (call arguments: a value, or JSON text of one) with some
     strings over ``longer_than`` characters replaced as ``shorten_values`` replaces them, and
-    nothing else changed."""
-    if isinstance(before, str) and isinstance(after, str) and before != after:
-        decoded = _json_container(before)
-        if decoded is not None:
-            return is_shortened(decoded, _json_container(after), longer_than)
-        return len(before) > longer_than and after == f"[{len(before.splitlines())} lines cleared]"
-    if isinstance(before, dict) and isinstance(after, dict):
-        return before.keys() == after.keys() and all(is_shortened(before[k], after[k], longer_than) for k in before)
-    if isinstance(before, list) and isinstance(after, list):
-        return len(before) == len(after) and all(is_shortened(a, b, longer_than) for a, b in zip(before, after))
-    return before == after
+    nothing else changed (compared in a loop)."""
+    todo = [(before, after)]
+    while todo:
+        before, after = todo.pop()
+        if isinstance(before, str) and isinstance(after, str) and before != after:
+            decoded = _json_container(before)
+            if decoded is not None:
+                todo.append((decoded, _json_container(after)))
+            elif not (len(before) > longer_than and after == f"[{len(before.splitlines())} lines cleared]"):
+                return False
+        elif isinstance(before, dict) and isinstance(after, dict):
+            if before.keys() != after.keys():
+                return False
+            todo.extend((before[k], after[k]) for k in before)
+        elif isinstance(before, list) and isinstance(after, list):
+            if len(before) != len(after):
+                return False
+            todo.extend(zip(before, after))
+        elif before != after:
+            return False
+    return True
 
 
 def _json_container(text: str) -> Any:
     """A JSON object or array decoded from ``text``, else None."""
     try:
-        data = json.loads(text)
+        data = loads_held(text)
     except ValueError:
         return None
     return data if isinstance(data, (dict, list)) else None
@@ -296,7 +351,9 @@ def shorten_json(text: Any, longer_than: int) -> Any:
     if not isinstance(text, str):
         return text
     try:
-        data = json.loads(text)
+        data = loads_held(text)
+    except TooDeep:  # JSON all the same: left as it is, not cleared as one string
+        return text
     except ValueError:
         return shorten_values(text, longer_than)
     if not isinstance(data, (dict, list)):
@@ -305,13 +362,19 @@ def shorten_json(text: Any, longer_than: int) -> Any:
     return text if new == data else json.dumps(new, ensure_ascii=False)
 
 
-def deep_copy(value: Any) -> Any:
-    """A copy of the dicts and lists in ``value``; everything else is shared."""
+def deep_copy(value: Any, depth: int = 0) -> Any:
+    """A copy of the dicts and lists in ``value``; everything else is shared (past
+    RECURSIVE_COPY levels, by ``rebuilt``'s loop)."""
+    if depth == RECURSIVE_COPY:
+        return rebuilt(value)
     if isinstance(value, dict):
-        return {k: v if type(v) in _ATOMS else deep_copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _ATOMS else deep_copy(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [v if type(v) in _ATOMS else deep_copy(v) for v in value]
+        return [v if type(v) in _ATOMS else deep_copy(v, depth + 1) for v in value]
     return value
+
+
+RECURSIVE_COPY = 50  # levels deep_copy recurses (faster than the loop) before it hands over
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})

@@ -6,8 +6,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..lazy import lazy
-from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, observed_tool, blocks_problem, _dicts, keep_breakpoint, role_problem,
-                   _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind, parts_text, replace_content, shallow_parts,
+from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, observed_tool, blocks_problem, _dicts, id_problem,
+                   keep_breakpoint, role_problem, _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind,
+                   parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
 __all__ = ["OpenAIFormat", "OpenAIScan", "REASONING_FIELDS", "OPENAI_CACHE_CONTROL"]
@@ -92,7 +93,7 @@ class OpenAIScan(Scan):
                 cid = m.get("tool_call_id")
                 call_ids.append(cid if cid.__class__ is str else None)
                 errors.append(m.get("is_error") is True)
-                plain = plain and "tool_calls" not in m
+                plain = plain and "tool_calls" not in m and (cid is None or cid.__class__ is str)
             elif role == "assistant":
                 turns.append(len(msg))
                 msg.append(i)
@@ -108,7 +109,7 @@ class OpenAIScan(Scan):
                         except (KeyError, TypeError):
                             break
                         if call.__class__ is not dict or fn.__class__ is not dict or name.__class__ is not str \
-                                or arguments.__class__ is not str:
+                                or arguments.__class__ is not str or (cid is not None and cid.__class__ is not str):
                             break
                         if cid.__class__ is str and cid not in at:
                             at[cid] = (call, i, name)
@@ -332,7 +333,7 @@ class OpenAIFormat(Format):
                 kept.append(part)
             if removed and marker is not None and not any(
                     isinstance(p, dict) and p.get("text") == marker for p in kept):
-                kept.insert(0, {"type": "text", "text": marker})
+                kept.insert(_leading_thinking(kept), {"type": "text", "text": marker})
             if removed:
                 new["content"] = keep_breakpoint(kept, lost, OPENAI_NO_BREAKPOINT) or None
         return new if new != msg else msg
@@ -407,6 +408,8 @@ class OpenAIFormat(Format):
             return f"'content' is {json_kind(content)}, not a string, a list of parts or null"
         if isinstance(content, list) and (problem := blocks_problem(content, "content part")):
             return problem
+        if problem := id_problem(msg.get("tool_call_id"), "'tool_call_id'"):
+            return problem
         calls = msg.get("tool_calls")
         if calls is None:
             return None
@@ -420,6 +423,8 @@ class OpenAIFormat(Format):
             for key, what in (("name", "a string"), ("arguments", "a JSON string")):
                 if key in fn and not isinstance(fn[key], str):
                     return f"tool call {j}: 'function.{key}' is {json_kind(fn[key])}, not {what}"
+            if problem := id_problem(call.get("id"), f"tool call {j}: 'id'"):
+                return problem
         return None
 
 
@@ -437,3 +442,12 @@ class CacheControlOpenAIFormat(OpenAIFormat):
 
 
 OPENAI_CACHE_CONTROL = CacheControlOpenAIFormat()
+
+
+def _leading_thinking(parts: list) -> int:
+    """How many reasoning parts ``parts`` starts with (a marker goes after them: Anthropic
+    rejects a turn whose thinking does not come first)."""
+    count = 0
+    while count < len(parts) and isinstance(parts[count], dict) and parts[count].get("type") in THINKING_BLOCKS:
+        count += 1
+    return count

@@ -60,6 +60,7 @@ from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, Mod
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, SystemMessage, ToolMessage
 
 from ..formats import OPENAI_CACHE_CONTROL, count_breakpoints
+from ..jsontext import loads_held
 from ._common import Hook, OnCompact, Rules, Translated, noted
 
 __all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "translated", "compact_messages"]
@@ -97,7 +98,7 @@ def to_openai(msg: BaseMessage) -> dict:
 
 def _args(arguments: str) -> Any:
     try:
-        return json.loads(arguments)
+        return loads_held(arguments)
     except (TypeError, ValueError):
         return {}
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..formats import count_breakpoints, detect_format
+from ..formats import breakpoints_outside, detect_format
 from ._common import Hook, OnCompact, Rules, noted
 
 __all__ = ["RequestCompactor", "compact_request", "breakpoints_outside"]
@@ -65,13 +65,6 @@ class RequestCompactor:
         out = {**request, key: result.messages}
         note = self.compactor.note_for(result.report)
         return out if note is None else {**out, **_noted(out, key, result.report.format, note)}
-
-
-def breakpoints_outside(request: Mapping[str, Any]) -> int:
-    """The cache breakpoints of a request outside its messages: on ``system`` blocks, on
-    ``tools`` and at the top level (``cache_control``), which count against Anthropic's 4."""
-    return count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
-        + count_breakpoints({"cache_control": request.get("cache_control")})
 
 
 def _noted(request: dict, key: str, format_name: str, note: str) -> dict:

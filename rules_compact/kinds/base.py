@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..engine.facts import Facts
     from ..language.compiler import CompileContext
 
-__all__ = ["History", "MatcherKind", "ActionKind", "Matcher", "Action", "compare", "bounds", "RESULT", "TURN",
+__all__ = ["History", "MatcherKind", "ActionKind", "Matcher", "Action", "EditError", "compare", "bounds", "RESULT", "TURN",
            "ITEM_KINDS", "everything", "nothing", "with_defaults", "predicate_matcher",
            "bool_matcher", "All", "AnyOf", "Not"]
 
@@ -278,6 +278,10 @@ def _floor(value) -> int:
 
 def _ceil(value) -> int:
     return value if isinstance(value, int) else -int((-value) // 1)
+
+
+class EditError(TypeError):
+    """An action called the editor with a value it does not take (``set_result_text(item, 5)``)."""
 
 
 @dataclass(frozen=True)

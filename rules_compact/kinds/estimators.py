@@ -7,10 +7,11 @@ LangChain's approximate counter, also defines ``message``.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
+
+from ..jsontext import loads_held
 
 __all__ = ["Estimator", "ESTIMATORS", "DEFAULT_ESTIMATOR", "utf8_len", "utf16_len", "as_estimator"]
 
@@ -91,7 +92,7 @@ def _lc_blocks(content: Any) -> tuple[int, int]:
 def _lc_call(call: Any) -> dict:
     fn = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
     try:
-        args = json.loads(fn.get("arguments") or "{}")
+        args = loads_held(fn.get("arguments") or "{}")
     except (TypeError, ValueError):
         args = {}
     return {"name": fn.get("name"), "args": args, "id": call.get("id") if isinstance(call, dict) else None,

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ..kinds.base import ITEM_KINDS, RESULT, TURN, bounds
 from .loader import parse_rules, read_source
 from .model import GLOB_CHARS, Rule, RuleSet
+from ..plugins.manager import registry
 from .yamlsource import Marks, join_path, load_yaml, locate
 
 __all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers", "reads_tool_metadata"]
@@ -130,14 +131,25 @@ def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
 
 
 def empty_range(f: LintedFile) -> Iterator[Lint]:
-    """``size: {gt: 1000, lt: 100}``: bounds that no number meets."""
+    """``size: {gt: 1000, lt: 100}`` or ``age: {lt: 0}``: bounds that no number the matcher
+    measures meets."""
     for path, raw, _ in f.own_rules():
         for at, kind, options in bounded_matchers(raw.get("match"), f"{path}.match"):
             low, high = bounds(options)
-            if low > high:
+            least = _least_measured(kind)
+            if low > high or high < least:
                 given = ", ".join(f"{k}: {options[k]}" for k in BOUND_KEYS if k in options)
-                yield f.at(at, f"rule {raw['name']!r}: {kind} {{{given}}} matches nothing: no whole number "
+                whole = "whole number" if low > high else f"whole number of {least} or more"
+                yield f.at(at, f"rule {raw['name']!r}: {kind} {{{given}}} matches nothing: no {whole} "
                                "meets every bound", "empty-range")
+
+
+def _least_measured(kind: str) -> float:
+    """The least value a bounded matcher measures: its bounds' schema ``minimum`` (sizes and
+    ages count from 0), else none."""
+    schema = getattr(registry().matchers.get(kind), "schema", None) or {}
+    minimums = [(schema.get("properties") or {}).get(k, {}).get("minimum") for k in BOUND_KEYS]
+    return min((m for m in minimums if isinstance(m, (int, float))), default=float("-inf"))
 
 
 def _unclosed_bracket(pattern: str) -> bool:

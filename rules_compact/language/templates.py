@@ -97,16 +97,20 @@ class Template:
 
 
 # [[fill]align][sign][z][#][0][width][grouping][.precision][type], Python's format mini-language
-_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>[0-9]*)[,_]?(?:\.(?P<precision>[0-9]+))?[a-zA-Z%]?", re.DOTALL)
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>[0-9]*)[,_]?(?:\.(?P<precision>[0-9]+))?(?P<type>[a-zA-Z%]?)",
+                   re.DOTALL)
 
 
 def _check_spec(field: str, spec: str, text: str) -> None:
-    """A field's format spec: no nested ``{fields}``, width and precision at most MAX_FORMAT_WIDTH."""
+    """A field's format spec: no nested ``{fields}``, no type ``c``, width and precision at most
+    MAX_FORMAT_WIDTH."""
     if "{" in spec or "}" in spec:
         raise TemplateError(f"{{{field}:{spec}}} in {text!r}: a format spec cannot hold a {{variable}}")
     match = _SPEC.fullmatch(spec)
     if match is None:
         return  # rendering the sample reports it
+    if match["type"] == "c":  # a number as one character: over 0x10FFFF it crashes, a surrogate is invalid text
+        raise TemplateError(f"format type 'c' of {{{field}:{spec}}} in {text!r} is not supported")
     for part in ("width", "precision"):
         if match[part] and int(match[part]) > MAX_FORMAT_WIDTH:
             raise TemplateError(f"{part} {int(match[part])} of {{{field}:{spec}}} in {text!r} is over the limit "

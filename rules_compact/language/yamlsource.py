@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -75,10 +76,14 @@ class _Builder:
             self.problem(node, f"tag {node.tag!r} is not allowed; rule files are plain data", path)
             return None
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             self.problem(node, _yaml_message(exc), path)
             return None
+        if isinstance(value, float) and not math.isfinite(value):  # NaN passes every min/max check
+            self.problem(node, f"expected a finite number, got {node.value}", path)
+            return None
+        return value
 
     def _mapping(self, node: yaml.MappingNode, path: str, depth: int) -> dict:
         out: dict = {}

@@ -1,7 +1,7 @@
 """How a plugin's functions fail: every kind, estimator and reader a plugin adds is wrapped once,
 when the registry is built, so that whatever one of its functions raises (SystemExit too),
-or returns that the engine cannot use, is one PluginError (exit 2) naming the plugin and
-where the function ran::
+or returns that the engine cannot use (an action's edit a model API would reject), is one
+PluginError (exit 2) naming the plugin and where the function ran::
 
     plugin NAME: rule RULE: matcher KIND raised RuntimeError: ...
 
@@ -15,12 +15,13 @@ from numbers import Integral
 from typing import Any, Callable
 
 from ..errors import PluginError, type_name
-from ..formats import FORMATS
-from ..kinds.base import Action, ActionKind, Matcher, MatcherKind, predicate_matcher
+from ..formats import FORMATS, Format
+from ..kinds.base import Action, ActionKind, EditError, Matcher, MatcherKind, predicate_matcher
 from ..kinds.estimators import Estimator
 from ..readers.base import Draft, LogError, Reader
 
-__all__ = ["FAILURES", "failure", "guarded", "matcher_kind", "action_kind", "estimator", "reader", "READER_KINDS"]
+__all__ = ["FAILURES", "failure", "guarded", "matcher_kind", "action_kind", "edit_problem", "estimator", "reader",
+           "READER_KINDS"]
 
 FAILURES = (Exception, SystemExit)  # what a plugin's function raising is its failure (Ctrl-C is not)
 READER_KINDS = ("lines", "object", "list")
@@ -91,10 +92,51 @@ def action_kind(kind: ActionKind, plugin: str) -> ActionKind:
         action = guarded(kind.compile, f"{where}: compile")(options, ctx, path)
         if not isinstance(action, Action):
             raise PluginError(f"{where}: compile returned {type_name(action)}, not an Action")
-        return Action(action.name, guarded(action.apply, where), action.templates, guarded(action.run, where),
-                      action.kind, guarded(action.run_many, where))
+        return Action(action.name, guarded(action.apply, where), action.templates,
+                      guarded(_checked(action.run, where, many=False), where), action.kind,
+                      guarded(_checked(action.run_many, where, many=True), where))
 
     return replace(kind, compile=compile)
+
+
+def _checked(run: Callable, where: str, many: bool) -> Callable:
+    """An action's ``run`` (``run_many`` when ``many``) whose notes and edits are checked after
+    each call: a plugin never makes a request a model API would reject, nor breaks a call's
+    pairing with its result."""
+    def call(given, ed):
+        start = len(ed.log)
+        try:
+            said = run(given, ed)
+        except EditError as exc:
+            raise PluginError(f"{where} {exc}") from None
+        for note in said.values() if many else (said,):
+            if note is not None and not isinstance(note, str):
+                raise PluginError(f"{where} returned the note {type_name(note)}, not a string or None")
+        fmt = ed.facts.fmt
+        for _, index, old in ed.log[start:]:
+            problem = edit_problem(fmt, old, ed.out[index])
+            if problem is not None:
+                raise PluginError(f"{where} made {fmt.unit} {index} invalid: {problem}")
+        return said
+
+    return call
+
+
+def edit_problem(fmt: Format, old: Any, new: Any) -> str | None:
+    """Why ``new``, an edit of the message ``old``, is no valid edit: a model API would reject
+    it, or its role, type, tool calls or tool results (ids that pair calls with results) differ."""
+    problem = fmt.problem(new)
+    if problem is not None:
+        return problem
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return None if type(old) is type(new) else f"it became {type_name(new)}"
+    for what, read in (("role", lambda m: m.get("role")), ("type", lambda m: m.get("type")),
+                       ("tool calls", lambda m: [call[:2] for call in fmt.calls(m)]),
+                       ("tool results", lambda m: [result[:2] for result in fmt.results(m)])):
+        before, after = read(old), read(new)
+        if before != after:
+            return f"its {what} changed from {before!r} to {after!r}"
+    return None
 
 
 def estimator(given: Estimator, plugin: str) -> Estimator:

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, NamedTuple
 
 from ..errors import InputError
+from ..formats import breakpoints_outside
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,11 @@ class Conversation:
     body_key: str = "messages"
     one_per_line: bool = False
     timestamps: tuple[float | None, ...] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def breakpoints_outside(self) -> int:
+        """The cache breakpoints its request body holds outside the messages (system, tools)."""
+        return breakpoints_outside(self.envelope)
 
     def with_messages(self, messages: list) -> Any:
         """The value to write for new ``messages``: the request body for a body, else the list.
