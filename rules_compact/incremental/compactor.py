@@ -186,7 +186,8 @@ def _resumed(memo: _Memo | None, messages: list, boundary: int, fmt: Format, rul
     """Where a call resumes: the settled prefix of the previous call (``memo``, when it holds),
     the facts of the messages after it up to ``boundary``, and what the previous call decided
     on them; the first two None when it decides from the start.  A later message that links
-    into the prefix decides anew; a repeated call reopens it from the result it repeats."""
+    into the prefix decides anew; a repeated call reopens it from the result it repeats, or
+    from an earlier call that a result after that point answers (a late result of another span)."""
     prior = memo.prior if memo is not None else None
     settled = memo.settled if memo is not None and memo.settled is not None and memo.settled.start <= boundary else None
     if settled is None or not settled.start:
@@ -195,11 +196,16 @@ def _resumed(memo: _Memo | None, messages: list, boundary: int, fmt: Format, rul
     if settled.crosses(facts):
         return None, None, None
     start = settled.reopen(facts, settling)
-    if start < settled.start:
+    while start < settled.start:
         if not start:
             return None, None, prior
-        settled = settled.cut(start)
-        facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin)
+        cut = settled.cut(start)
+        facts = Facts(messages[start:boundary], fmt, ruleset, cut.origin)
+        if not cut.crosses(facts):
+            return cut, facts, prior
+        start = cut.first_call_answered(facts)
+        if start is None:  # a later turn repeats a call id of the prefix
+            return None, None, None
     return settled, facts, prior
 
 
