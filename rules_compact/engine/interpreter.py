@@ -226,7 +226,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
         results = facts.results
     else:
         chosen, todo, by_rule = held.merge(*choose(facts, ruleset, held.open_turns, held.open_results))
-        results = held.open_results
+        results = held.acting_results()
     notes: dict[int, str] = {}
     if results and True in facts.errors:
         errors = facts.errors
