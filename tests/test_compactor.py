@@ -312,3 +312,33 @@ def test_a_history_growing_by_one_message_with_late_results_gets_what_compact_gi
         compactor = Compactor(ruleset, format=fmt)
         for end in range(len(messages) + 1):
             _same(compactor(messages[:end]), compact(messages[:end], ruleset, format=fmt))
+
+
+def _retained_by_a_loop(rounds: int) -> int:
+    """What a Compactor retains (tracemalloc) after an agent loop of ``rounds`` rounds that
+    passes a new list each round, as the integrations do (``messages[:n]``)."""
+    import gc
+    import tracemalloc
+
+    messages = [{"role": "user", "content": "go"}]
+    for i in range(rounds):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"output {i}\n" * 20}]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        compactor = Compactor("preset:keep-recent-results")
+        for end in range(3, len(messages) + 1, 2):
+            compactor(messages[:end])
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_what_a_compactor_retains_grows_linearly_with_the_rounds():
+    """Issue 29: each round's input kept the previous round's, so a loop that passes a new list
+    each round retained every list it passed (3.1x the memory for twice the rounds)."""
+    assert _retained_by_a_loop(600) < 2.5 * _retained_by_a_loop(300)
