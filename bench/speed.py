@@ -19,7 +19,8 @@ size, in the same run:
 Times are CPU time (``time.process_time``).  Every implementation of a size is timed in turn,
 ``--repeats`` times over (interleaved, so load that comes and goes hits them all alike), and
 the minimum is kept.  Then memory at 100,000 messages (tracemalloc: what a dropped Result keeps,
-what a Compactor holds) and the growth of ``compact()`` time from 10,000 to 100,000 messages.
+what a Compactor holds), what a Compactor retains over a 10,000-round agent loop that passes a
+new list each round, and the growth of ``compact()`` time from 10,000 to 100,000 messages.
 
 Usage:
     python3 bench/speed.py                 # everything (a few minutes on 2 cores)
@@ -218,6 +219,36 @@ def memory(preset) -> list[str]:
         [kept <= 2**20, held <= COMPACTOR_MEMORY_TARGET, growth <= GROWTH_TARGET]
 
 
+LOOP_ROUNDS = 10_000
+LOOP_TARGET = 2.0  # retained memory, in the history's own size
+
+
+def loop_memory(rules, label: str) -> tuple[str, bool]:
+    """What a Compactor (verify=True) retains after an agent loop of ``LOOP_ROUNDS`` rounds that
+    passes a new list each round (``messages[:n]``, as the integrations do), against the size of
+    the history itself (tracemalloc; issue 29: it grew quadratically)."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    msgs = [{"role": "user", "content": "go"}]
+    for i in range(LOOP_ROUNDS):
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": f"c{i}", "type": "function", "function": {"name": "bash",
+                                                                      "arguments": '{"command": "ls %d"}' % i}}]},
+                 {"role": "tool", "tool_call_id": f"c{i}", "content": f"out {i} " * 20}]
+    gc.collect()
+    history = tracemalloc.get_traced_memory()[0] - base
+    compactor = Compactor(rules, format="openai")
+    for end in range(3, len(msgs) + 1, 2):
+        compactor(msgs[:end])
+    gc.collect()
+    retained = tracemalloc.get_traced_memory()[0] - base - history
+    tracemalloc.stop()
+    ratio = retained / history
+    return (f"{LOOP_ROUNDS:,} rounds, a new list each: a {label} Compactor retains {retained / 2**20:.1f} MB, "
+            f"{ratio:.2f}x the history's {history / 2**20:.1f} MB (target <= {LOOP_TARGET:g}x)"), ratio <= LOOP_TARGET
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
@@ -264,6 +295,9 @@ def main(argv=None) -> int:
     print(table(rows, right={0, 2, 3}))
     if not args.no_memory:
         lines, met = memory(preset)
+        for rules, label in ((preset, "keep-recent-results"), (default, "default rules")):
+            line, ok = loop_memory(rules, label)
+            lines, met = lines + [line], met + [ok]
         verdicts += met
         print()
         print("\n".join(f"{line}: {'met' if ok else 'MISSED'}" for line, ok in zip(lines, met)))

@@ -5,7 +5,8 @@
 * ``responses_conversations()``: OpenAI Responses API input items.
 * ``rule_files(idempotent=True)``: rule files as plain dicts, valid under
   ``schemas/rules.schema.json``; ``to_ruleset(d)`` turns one into a RuleSet the way a
-  user's file would be loaded (``parse_rules(yaml.safe_dump(d))``).
+  user's file would be loaded (``parse_rules(yaml.safe_dump(d))``);
+  ``settling_rule_files()``: those of the matchers the incremental layer resumes with.
 
 Sizes are kept small (a handful of turns, short texts, a rare 10k+ character
 output) so that thousands of examples run in a few minutes.
@@ -15,6 +16,7 @@ The hypothesis profiles (``ci``, ``thorough``, ``long``) are registered in conft
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 from typing import Any
@@ -28,7 +30,7 @@ from rules_compact.resources import bundled_rules
 
 __all__ = [
     "texts", "openai_conversations", "anthropic_conversations", "responses_conversations", "conversations",
-    "make_matchers", "matchers", "error_matchers", "actions", "rule_files", "to_ruleset", "TOOL_NAMES",
+    "make_matchers", "matchers", "error_matchers", "actions", "rule_files", "settling_rule_files", "to_ruleset", "TOOL_NAMES",
     "WHERE_EXPRESSIONS", "MATCHER_KINDS", "ACTION_KINDS", "TOP_LEVEL_KEYS",
 ]
 
@@ -160,12 +162,38 @@ def _openai_assistant_content(draw) -> Any:
     return ""
 
 
+ANSWERED = {False: [True, True, True, False], True: [True, False]}  # with late results: more calls answered later
+
+
+def _late_results(draw, unanswered: list, make) -> list:
+    """Results of calls that earlier spans left unanswered (taken out of ``unanswered``): a
+    result after another call's span."""
+    late = []
+    while unanswered and draw(st.booleans()):
+        late.append(make(draw, unanswered.pop(draw(st.integers(0, len(unanswered) - 1)))))
+    return late
+
+
+def _repeat_calls(draw, calls: list, made: list, what: tuple[str, ...]) -> None:
+    """Sometimes give a new call the tool and arguments (the ``what`` keys) of an earlier one
+    (``made``, which the new calls join): a call that supersedes an earlier result."""
+    for call in calls:
+        if made and draw(st.booleans()):
+            earlier = made[draw(st.integers(0, len(made) - 1))]
+            call.update(copy.deepcopy({k: earlier[k] for k in what if k in earlier}))
+    made += calls
+
+
 @st.composite
-def openai_conversations(draw, max_segments: int = 9) -> list:
+def openai_conversations(draw, max_segments: int = 9, late_results: bool = False,
+                         repeated_calls: bool = False) -> list:
     """OpenAI messages: system/user/assistant/tool, parallel calls, orphans, dangling calls, the
-    developer and function roles, observations in user messages."""
+    developer and function roles, observations in user messages; with ``late_results``, results
+    after a later call's span, and with ``repeated_calls``, calls that often repeat an earlier one."""
     ids = itertools.count()
     msgs: list[dict] = []
+    unanswered: list[str] = []  # calls of earlier spans that a late result may answer
+    made: list[dict] = []  # the calls so far (with repeated_calls)
     if draw(st.booleans()):
         msgs.append({"role": "system", "content": draw(texts)})
     for segment in draw(st.lists(st.sampled_from(OPENAI_SEGMENTS), max_size=max_segments)):
@@ -185,17 +213,25 @@ def openai_conversations(draw, max_segments: int = 9) -> list:
         elif segment == "span":
             k = draw(st.integers(1, 4))
             calls = [_openai_call(draw, f"call_{next(ids)}") for _ in range(k)]
+            if repeated_calls:
+                _repeat_calls(draw, calls, made, ("function",))
             msg = {"role": "assistant", "content": _openai_assistant_content(draw), "tool_calls": calls}
             if draw(st.integers(0, 2)) == 0:
                 msg[draw(st.sampled_from(["reasoning_content", "reasoning"]))] = draw(texts)
             if draw(st.integers(0, 3)) == 0:
                 msg["function_call"] = None
             msgs.append(_extras(draw, msg))
-            answered = draw(st.lists(st.sampled_from([True, True, True, False]), min_size=k, max_size=k))
+            answered = draw(st.lists(st.sampled_from(ANSWERED[late_results]), min_size=k, max_size=k))
             for j in draw(st.permutations(range(k))):
                 if answered[j]:
                     msgs.append(_openai_tool_message(draw, calls[j]["id"]))
+            if late_results:
+                msgs += _late_results(draw, unanswered, _openai_tool_message)
+                unanswered += [call["id"] for call, done in zip(calls, answered) if not done]
         elif segment == "orphan":
+            if late_results and unanswered and draw(st.booleans()):  # a late result outside any span
+                msgs += _late_results(draw, unanswered, _openai_tool_message)
+                continue
             call_id = draw(st.sampled_from([f"orphan_{next(ids)}", None, "7"]))  # an id must be a string
             msgs.append(_openai_tool_message(draw, call_id))
         else:  # other_role
@@ -235,9 +271,14 @@ def _tool_result_block(draw, call_id: Any) -> dict:
 
 
 @st.composite
-def anthropic_conversations(draw, max_turns: int = 7) -> list:
-    """Anthropic messages: alternating user/assistant, thinking, parallel tool_use, orphans, dangling."""
+def anthropic_conversations(draw, max_turns: int = 7, late_results: bool = False,
+                            repeated_calls: bool = False) -> list:
+    """Anthropic messages: alternating user/assistant, thinking, parallel tool_use, orphans,
+    dangling; with ``late_results``, results after a later call's span, and with
+    ``repeated_calls``, calls that often repeat an earlier one."""
     ids = itertools.count()
+    unanswered: list[str] = []  # calls of earlier turns that a late result may answer
+    made: list[dict] = []  # the calls so far (with repeated_calls)
     first = draw(st.one_of(_nonempty_texts, _text_parts, st.sampled_from(["", []])))
     msgs: list[dict] = [{"role": "user", "content": first}]
     turns = draw(st.integers(0, max_turns))
@@ -250,6 +291,8 @@ def anthropic_conversations(draw, max_turns: int = 7) -> list:
         k = draw(st.sampled_from([0, 1, 1, 1, 2, 3, 4]))
         calls = [{"type": "tool_use", "id": f"toolu_{next(ids)}", "name": draw(_tool_names),
                   "input": draw(_call_inputs)} for _ in range(k)]
+        if repeated_calls:
+            _repeat_calls(draw, calls, made, ("name", "input"))
         if calls and draw(st.integers(0, 7)) == 0:  # a server tool's call and result, in the turn
             server = f"srvtoolu_{next(ids)}"
             blocks += [{"type": "server_tool_use", "id": server, "name": "web_search", "input": {"query": "x"}},
@@ -273,10 +316,14 @@ def anthropic_conversations(draw, max_turns: int = 7) -> list:
         if last and calls and draw(st.integers(0, 3)) == 0:
             break  # every call of the last turn dangles
         user: list[dict] = []
-        answered = draw(st.lists(st.sampled_from([True, True, True, False]), min_size=k, max_size=k))
+        answered = draw(st.lists(st.sampled_from(ANSWERED[late_results]), min_size=k, max_size=k))
         for j in draw(st.permutations(range(k))):
             if answered[j]:
                 user.append(_tool_result_block(draw, calls[j]["id"]))
+        if late_results:
+            for block in _late_results(draw, unanswered, _tool_result_block):
+                user.insert(draw(st.integers(0, len(user))), block)
+            unanswered += [call["id"] for call, done in zip(calls, answered) if not done]
         if draw(st.integers(0, 6)) == 0:
             user.insert(draw(st.integers(0, len(user))),
                         _tool_result_block(draw, draw(st.sampled_from([f"toolu_orphan_{next(ids)}", None]))))
@@ -348,10 +395,11 @@ def responses_conversations(draw, max_turns: int = 7) -> list:
     return items
 
 
-def conversations() -> st.SearchStrategy[tuple[str, list]]:
-    """``(format name, messages)`` in any of the three formats."""
-    return st.one_of(st.tuples(st.just("openai"), openai_conversations()),
-                     st.tuples(st.just("anthropic"), anthropic_conversations()),
+def conversations(late_results: bool = False) -> st.SearchStrategy[tuple[str, list]]:
+    """``(format name, messages)`` in any of the three formats (``late_results``: in OpenAI and
+    Anthropic, results after a later call's span too)."""
+    return st.one_of(st.tuples(st.just("openai"), openai_conversations(late_results=late_results)),
+                     st.tuples(st.just("anthropic"), anthropic_conversations(late_results=late_results)),
                      st.tuples(st.just("responses"), responses_conversations()))
 
 
@@ -620,6 +668,22 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 4) -> dict:
     if names or draw(st.booleans()):
         data["rules"] = [draw(_rule(n, [a for a in inherited if a != n])) for n in names]
     return data
+
+
+_superseded = st.builds(lambda s: {"superseded": s}, LEAF_MATCHERS["superseded"])
+_aged = st.builds(lambda unit, bounds: {"role": "tool", "age": {"unit": unit, **bounds}},
+                  st.sampled_from(AGE_UNITS), _bounds([0, 1, 2, 3, 5]))
+_settling_matchers = st.one_of(_superseded, _superseded, _aged, _aged, st.builds(lambda t: {"in_tail": t}, _booleans))
+
+
+@st.composite
+def settling_rule_files(draw, max_rules: int = 3) -> dict:
+    """A rule file of the matchers whose answers settle as the history grows (``superseded``,
+    ages, ``in_tail``) with keep and placeholder: the rule files a Compactor resumes with."""
+    count = draw(st.integers(2, max_rules))
+    return {"version": 1, "name": "settling", "rules": [
+        {"name": f"r{i}", "match": draw(_settling_matchers), "action": draw(st.sampled_from(["keep", "placeholder"]))}
+        for i in range(count)]}
 
 
 def to_ruleset(data: dict, file: str = "<generated>") -> RuleSet:

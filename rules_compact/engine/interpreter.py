@@ -228,7 +228,7 @@ def evaluate(facts: Facts, ruleset: RuleSet, total_tokens: Callable[[], int] | N
         results = facts.results
     else:
         chosen, todo, by_rule = held.merge(*choose(facts, ruleset, held.open_turns, held.open_results))
-        results = held.open_results
+        results = held.acting_results()
     notes: dict[int, str] = {}
     if results and True in facts.errors:
         errors = facts.errors
@@ -390,24 +390,39 @@ class Pass:
     held: int | None = None
 
 
+class Sizes:
+    """Per message of a pass's input: estimated tokens and characters, and tool results, each
+    measured when first needed.  A later call's sizes start from the leading entries of an
+    earlier call's that still hold (``known``, for messages ``[:upto]``): they share its lists,
+    and never refer to the earlier input (a chain of those would keep every call's list)."""
+
+    __slots__ = ("tokens", "chars", "results", "sized", "counted")
+
+    def __init__(self, known: Sizes | None = None, upto: int = 0):
+        self.tokens: list[int] | None = None
+        self.chars: list[int] | None = None
+        self.results: list[int] | None = None
+        self.sized = self.counted = 0  # the leading entries of tokens (and chars), of results, that hold
+        if known is not None:
+            if known.tokens is not None:
+                self.tokens, self.chars, self.sized = known.tokens, known.chars, min(upto, known.sized)
+            if known.results is not None:
+                self.results, self.counted = known.results, min(upto, known.counted)
+
+
 class Input:
     """A pass's input: the messages, and their sizes measured once when something needs them
     (``known``: sizes of leading messages measured by an earlier call)."""
 
-    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet, known: Input | None = None, upto: int = 0):
+    def __init__(self, messages: list, fmt: Format, ruleset: RuleSet, known: Sizes | None = None, upto: int = 0):
         self.messages, self.fmt, self.ruleset = messages, fmt, ruleset
-        self._known, self._upto = known, upto  # known's sizes hold for messages[:upto]
-        self._tokens: list[int] | None = None
-        self._chars: list[int] | None = None
-        self._results: list[int] | None = None
+        self.measured = Sizes(known, upto)  # what a later call starts from
 
     def measure(self) -> tuple[list[int], list[int]]:
-        if self._tokens is None:
-            tokens, chars, start = [], [], 0
-            known = self._known
-            if known is not None and known._tokens is not None:
-                start = self._upto
-                tokens, chars = known._tokens[:start], known._chars[:start]
+        sizes, count = self.measured, len(self.messages)
+        if sizes.tokens is None or sizes.sized != count or len(sizes.tokens) != count:
+            start = sizes.sized if sizes.tokens is not None else 0
+            tokens, chars = (sizes.tokens[:start], sizes.chars[:start]) if start else ([], [])
             estimate, pieces_of = self.ruleset.estimator, self.fmt.message_pieces
             for i, msg in enumerate(self.messages[start:], start):
                 try:
@@ -416,27 +431,27 @@ class Input:
                     raise InputError(f"message {i}: {exc}") from None
                 tokens.append(estimate.of_message(msg, pieces))
                 chars.append(sum(map(len, pieces)))
-            self._tokens, self._chars = tokens, chars
-        return self._tokens, self._chars
+            sizes.tokens, sizes.chars, sizes.sized = tokens, chars, count
+        return sizes.tokens, sizes.chars
 
     def tokens(self) -> list[int]:
         return self.measure()[0]
 
     def results(self) -> list[int]:
-        if self._results is None:
-            known, start = self._known, 0
-            found: list[int] = []
-            if known is not None and known._results is not None:
-                start = self._upto
-                found = known._results[:start]
-            self._results = found + list(map(self.fmt.result_count, self.messages[start:]))
-        return self._results
+        sizes, count = self.measured, len(self.messages)
+        if sizes.results is None or sizes.counted != count or len(sizes.results) != count:
+            start = sizes.counted if sizes.results is not None else 0
+            found = sizes.results[:start] if start else []
+            sizes.results = found + list(map(self.fmt.result_count, self.messages[start:]))
+            sizes.counted = count
+        return sizes.results
 
     def sizes(self, end: int, start: int = 0) -> tuple[list[int], list[int]] | None:
         """The measured sizes of messages ``[start:end]``, if they were measured."""
-        if self._tokens is None:
+        sizes = self.measured
+        if sizes.tokens is None or sizes.sized != len(self.messages) or len(sizes.tokens) != sizes.sized:
             return None
-        return self._tokens[start:end], self._chars[start:end]
+        return sizes.tokens[start:end], sizes.chars[start:end]
 
 
 def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside: int = 0,
@@ -489,4 +504,4 @@ def skipped(ruleset: RuleSet, given: Input, boundary: int) -> str | None:
     return None
 
 
-__all__ += ["Input", "Outside", "skipped", "not_run", "ran", "Origin", "NO_BOUNDARY"]
+__all__ += ["Input", "Sizes", "Outside", "skipped", "not_run", "ran", "Origin", "NO_BOUNDARY"]

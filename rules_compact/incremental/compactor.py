@@ -12,8 +12,8 @@ from typing import Any, Sequence
 from ..engine import Result, check_messages, collector_paused, finish, resolve_rules
 from ..engine.facts import Facts
 from ..engine.stepping import Walk
-from ..engine.interpreter import (Decided, Input, Outside, Pass, boundary_of, content_rules, evaluate, pay_back_walk,
-                                  run_pass, skipped)
+from ..engine.interpreter import (Decided, Input, Outside, Pass, Sizes, boundary_of, content_rules, evaluate,
+                                  pay_back_walk, run_pass, skipped)
 from ..engine.report import not_run, ran
 from ..formats import Format
 from ..formats.base import deep_copy
@@ -99,7 +99,7 @@ class Compactor:
         memo = self._memos[index]
         if held is None:
             held = memo is not None and memo.fmt is fmt and memo.holds(messages, self.verify)
-        given = Input(messages, fmt, ruleset, memo.given, memo.upto) if held else Input(messages, fmt, ruleset)
+        given = Input(messages, fmt, ruleset, memo.sizes, memo.upto) if held else Input(messages, fmt, ruleset)
         walk = None
         if ruleset.step is not None and ruleset.step.pay_back is not None:
             walk = self._walk(index, given, ruleset, memo if held else None)
@@ -186,7 +186,8 @@ def _resumed(memo: _Memo | None, messages: list, boundary: int, fmt: Format, rul
     """Where a call resumes: the settled prefix of the previous call (``memo``, when it holds),
     the facts of the messages after it up to ``boundary``, and what the previous call decided
     on them; the first two None when it decides from the start.  A later message that links
-    into the prefix decides anew; a repeated call reopens it from the result it repeats."""
+    into the prefix decides anew; a repeated call reopens it from the result it repeats, or
+    from an earlier call that a result after that point answers (a late result of another span)."""
     prior = memo.prior if memo is not None else None
     settled = memo.settled if memo is not None and memo.settled is not None and memo.settled.start <= boundary else None
     if settled is None or not settled.start:
@@ -195,11 +196,16 @@ def _resumed(memo: _Memo | None, messages: list, boundary: int, fmt: Format, rul
     if settled.crosses(facts):
         return None, None, None
     start = settled.reopen(facts, settling)
-    if start < settled.start:
+    while start < settled.start:
         if not start:
             return None, None, prior
-        settled = settled.cut(start)
-        facts = Facts(messages[start:boundary], fmt, ruleset, settled.origin)
+        cut = settled.cut(start)
+        facts = Facts(messages[start:boundary], fmt, ruleset, cut.origin)
+        if not cut.crosses(facts):
+            return cut, facts, prior
+        start = cut.first_call_answered(facts)
+        if start is None:  # a later turn repeats a call id of the prefix
+            return None, None, None
     return settled, facts, prior
 
 
@@ -277,7 +283,7 @@ class _Memo:
     inputs: list  # the messages [:upto] it relies on
     snapshots: list | None  # copies of them, to notice edits in place
     upto: int
-    given: Input  # the previous input's sizes
+    sizes: Sizes  # the previous input's sizes (not the input: that refers to the one before)
     total: int | None  # its tokens, when a stop_at_tokens budget reads them
     boundary: int
     outputs: list  # the decided prefix's output
@@ -300,7 +306,7 @@ class _Memo:
             kept = kept[:upto]
             snapshots = kept + [snapshot(m) for m in inputs[len(kept):]]
         total = sum(given.tokens()) if ruleset.budget.stop_at_tokens is not None else None
-        return cls(fmt, inputs, snapshots, upto, given, total, boundary, outputs, decided, settled, counted,
+        return cls(fmt, inputs, snapshots, upto, given.measured, total, boundary, outputs, decided, settled, counted,
                    messages[0] if messages else None, walk, prior)
 
     def holds(self, messages: list, verify: bool) -> bool:

@@ -137,6 +137,15 @@ class Held:
         self.requests = [i for i in todo if merged[i].reads_request]
         return merged, todo, by_rule
 
+    def acting_results(self) -> list[int]:
+        """The results acted on (after ``merge``): the evaluation works out their notes, the
+        others' are restored from the prior."""
+        scan = self.facts.scan
+        if len(self.acting) == len(scan):
+            return scan.results
+        is_turn = scan.is_turn
+        return [i for i in self.acting if not is_turn[i]]
+
     def outputs(self) -> list:
         """The messages an evaluation starts from: the prior's outputs of the held items, the
         input of the items acted on."""

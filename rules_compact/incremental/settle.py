@@ -194,6 +194,13 @@ class Settled:
         made = scan.call_at  # every call of the later turns
         return not calls.isdisjoint(made) or not answered.isdisjoint(made)
 
+    def first_call_answered(self, facts: Facts) -> int | None:
+        """The message of the earliest call in the prefix that a result of ``facts`` answers
+        (None when none does)."""
+        calls = self.store.calls
+        found = calls.keys() & facts.scan.call_id
+        return min(calls[cid] for cid in found) if found else None
+
     def reopen(self, facts: Facts, settling: Settling) -> int:
         """Where to resume so that every settled result a later call repeats is decided again."""
         start = self.start
