@@ -42,8 +42,8 @@ class RequestCompactor:
     """``compactor(request) -> request`` with the messages (or Responses input) compacted."""
 
     def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None, format: str | None = None,
-                 name: str = "rules-compact", note: bool | str = False):
-        self.compactor = Hook(rules, on_compact, integration="sdk", name=name, note=note)
+                 name: str = "rules-compact", note: bool | str = False, integration: str = "sdk"):
+        self.compactor = Hook(rules, on_compact, integration=integration, name=name, note=note)
         self.format = format
         self.session = self.compactor.session
 
