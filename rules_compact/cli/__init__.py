@@ -1,7 +1,7 @@
 """The ``rules-compact`` command: the parser, global options, and errors as one line.
 
 One module per command group (``apply``; ``validate``; ``explain``; ``stats``, ``replay`` and
-``diff`` over corpora; ``tools``, ``audit`` and ``schema``; ``presets``), each with ``register(add)``
+``diff`` over corpora; ``tools``, ``audit`` and ``schema``; ``presets``; ``serve``), each with ``register(add)``
 adding its subcommands; ``output`` prints, ``inputs`` reads."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Sequence
 from .. import __version__
 from ..documents import SURROGATES
 from ..errors import ConfigError, RulesCompactError
-from . import apply, corpus, explain, presets, tools, validate
+from . import apply, corpus, explain, presets, serve, tools, validate
 from .output import BAD_INPUT, PROG
 
 __all__ = ["main", "build_parser", "PROG"]
 
-COMMANDS = (apply, validate, explain, tools, corpus, presets)
+COMMANDS = (apply, validate, explain, tools, corpus, presets, serve)
 
 
 class _Parser(argparse.ArgumentParser):
