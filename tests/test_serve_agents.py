@@ -20,11 +20,16 @@ from typing import Callable
 import pytest
 
 import rules_compact
-from rules_compact.formats import FORMATS, count_breakpoints
-from rules_compact.kinds.estimators import ESTIMATORS
-from rules_compact.replay import PRICES, Price, round_tokens
-from rules_compact.testing import check_api_validity
-from scripted_agents import ANSWER, ROOT, ScriptedUpstream, agent_binary, listing, run_claude, run_codex
+
+pytest.importorskip("rules_compact.serve", reason="rules-compact serve needs the serve extra")
+
+from rules_compact.formats import FORMATS, count_breakpoints  # noqa: E402
+from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
+from rules_compact.replay import PRICES, Price, round_tokens  # noqa: E402
+from rules_compact.testing import check_api_validity  # noqa: E402
+from fake_upstream import FakeUpstream  # noqa: E402
+from scripted_agents import (ANSWER, ROOT, agent_binary, claude_code_turn, codex_turn, listing, main_loop,  # noqa: E402
+                             run_claude, run_codex)
 
 ROUNDS = 30
 
@@ -39,13 +44,15 @@ class Agent:
     format: str
     price: Price
     base: str  # the path the agent's base URL ends in
+    turn: Callable  # the scripted model's answer to a request, given the rounds
+    result_type: str  # the block or item type of a tool result
 
     def results(self, history: list) -> list[str]:
         """The text of each tool result in ``history``, in order."""
         if self.format == "anthropic":
             return [_text(b.get("content")) for m in history if isinstance(m.get("content"), list)
-                    for b in m["content"] if b.get("type") == "tool_result"]
-        return [_text(item.get("output")) for item in history if item.get("type") == "custom_tool_call_output"]
+                    for b in m["content"] if b.get("type") == self.result_type]
+        return [_text(item.get("output")) for item in history if item.get("type") == self.result_type]
 
 
 def _text(content) -> str:
@@ -55,8 +62,10 @@ def _text(content) -> str:
 
 
 AGENTS = {
-    "claude-code": Agent("claude", run_claude, "messages", "anthropic", PRICES["anthropic"], ""),
-    "codex": Agent("codex", run_codex, "input", "responses", PRICES["openai"], "/v1"),
+    "claude-code": Agent("claude", run_claude, "messages", "anthropic", PRICES["anthropic"], "", claude_code_turn,
+                         "tool_result"),
+    "codex": Agent("codex", run_codex, "input", "responses", PRICES["openai"], "/v1", codex_turn,
+                   "function_call_output"),
 }
 
 
@@ -93,14 +102,15 @@ def _session(agent: Agent, tmp: Path, through_proxy: bool) -> tuple[subprocess.C
     """Run the agent's scripted session: its result, the main-loop bodies the model got, and the
     proxy's log lines."""
     binary, why = agent_binary(agent.binary)
-    with ScriptedUpstream(ROUNDS) as upstream:
+    with FakeUpstream() as upstream:
+        upstream.answer = lambda request: agent.turn(request, ROUNDS)
         proxy = Proxy(upstream.url) if through_proxy else None
         try:
             base = proxy.url if proxy else upstream.url
             done = agent.run(binary, base + agent.base, tmp / "home", tmp)
         finally:
             lines = proxy.stop() if proxy else []
-        return done, upstream.main_loop(agent.history), lines
+        return done, main_loop(upstream, agent.history), lines
 
 
 def _cost(agent: Agent, histories: list[list]) -> float:
@@ -132,7 +142,6 @@ def agent(request) -> Agent:
     binary, why = agent_binary(found.binary)
     if binary is None:
         pytest.skip(f"{request.param}: {why}")
-    pytest.importorskip("rules_compact.serve", reason="rules-compact serve needs the serve extra")
     return found
 
 
