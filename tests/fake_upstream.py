@@ -67,7 +67,7 @@ class Served:
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="auto",
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, server_header=False, date_header=False)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
@@ -225,7 +225,7 @@ class FakeUpstream:
 def _error(path: str, status: int) -> dict:
     kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
             529: "overloaded_error"}.get(status, "api_error")
-    if path.startswith("/v1/messages"):
+    if "/v1/messages" in path:
         return {"type": "error", "error": {"type": kind, "message": f"scripted {status}"}}
     return {"error": {"message": f"scripted {status}", "type": kind, "param": None, "code": None}}
 
@@ -236,7 +236,9 @@ def _sse(event: str | None, data: Any) -> bytes:
 
 
 def _answer(path: str, body: dict, reply: Reply, size: int) -> list[tuple[bytes | None, Any]]:
-    """The answer as (SSE frame, event) pairs; the last event is the non-streamed answer."""
+    """The answer as (SSE frame, event) pairs; the last event is the non-streamed answer.
+    ``path`` is read from its ``/v1/`` on (an OpenAI base may have a prefix)."""
+    path = path[path.find("/v1/"):] if "/v1/" in path else path
     if path == "/v1/messages/count_tokens":
         return [(None, {"input_tokens": max(1, size // 4)})]
     if path == "/v1/messages":

@@ -55,7 +55,8 @@ def cmd_serve(args) -> int:
     try:
         from ..serve import Proxy, ServeConfig, serve
     except ImportError as exc:
-        raise InputError(f"serve needs the serve extra ({exc.name or exc} is not installed): "
+        missing = (exc.name or "a module").split(".")[0]
+        raise InputError(f"serve needs the serve extra ({missing} is not installed): "
                          "pip install 'rules-compact[serve]'") from None
     sets = rulesets(args)
     max_input_bytes()  # a bad RULES_COMPACT_MAX_INPUT_BYTES stops it here, not on the first request
@@ -74,9 +75,9 @@ def cmd_serve(args) -> int:
     _log_to_stderr()
     host, port = sock.getsockname()[:2]
     where = f"[{host}]" if ":" in host else host
-    print(f"{PROG}: serving on http://{where}:{port} (Anthropic: {config.anthropic_upstream}, "
-          f"OpenAI: {config.openai_upstream}; rules: {', '.join(r.name for r in sets)})", file=sys.stderr, flush=True)
-    serve(Proxy(config, sets), sock, args.grace)
+    line = (f"{PROG}: serving on http://{where}:{port} (Anthropic: {config.anthropic_upstream}, "
+            f"OpenAI: {config.openai_upstream}; rules: {', '.join(r.name for r in sets)})")
+    serve(Proxy(config, sets), sock, args.grace, ready=lambda: print(line, file=sys.stderr, flush=True))
     return OK
 
 
