@@ -36,7 +36,6 @@ import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +72,7 @@ class Trace:
 
     name: str
     format: str
-    messages: list
+    messages: list  # the whole session (its rounds may be fewer)
     rounds: tuple[tuple[bytes, bytes], ...]
 
     def body(self, k: int, tag: str) -> bytes:
@@ -107,7 +106,7 @@ def load_trace(name: str, path: Path, rounds: int | None) -> Trace:
         raw = json.dumps(request_body(conv.format, messages[:end]), ensure_ascii=False).encode()
         head, tail = raw.split(MARK.encode(), 1)
         split.append((head, tail))
-    return Trace(name, conv.format, messages[:ends[-1]], tuple(split))
+    return Trace(name, conv.format, messages, tuple(split))
 
 
 def floor(raw: bytes, repeats: int) -> float:
@@ -206,20 +205,25 @@ def run_upstream(count: bool) -> None:
 # -- processes ------------------------------------------------------------------------------
 
 class Child:
-    """A child process that prints its URL (the upstream, or the proxy on stderr)."""
+    """A child process that prints its URL (the upstream on stdout, the proxy on stderr); what
+    it writes goes to a file, so that writing its log never waits for this process."""
 
     def __init__(self, args: list[str], url_on_stderr: bool):
-        self.process = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.DEVNULL, text=True,
-                                        stdout=subprocess.DEVNULL if url_on_stderr else subprocess.PIPE,
-                                        stderr=subprocess.PIPE if url_on_stderr else None)
-        stream = self.process.stderr if url_on_stderr else self.process.stdout
-        for line in stream:
-            if (found := re.search(r"(http://127\.0\.0\.1:\d+)", line)):
-                self.url = found[1]
-                break
-        else:
-            raise RuntimeError(f"{args[2:4]} did not start")
-        threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()  # drain its log
+        import tempfile
+
+        self.log = tempfile.TemporaryFile("w+")
+        out = {"stderr": self.log, "stdout": subprocess.DEVNULL} if url_on_stderr else {"stdout": self.log}
+        self.process = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.DEVNULL, text=True, **out)
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"(http://127\.0\.0\.1:\d+)", self._written())):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError(f"{args[2:4]} did not start: {self._written()[-2000:]}")
+            time.sleep(0.02)
+        self.url = found[1]
+
+    def _written(self) -> str:
+        self.log.seek(0)
+        return self.log.read(20_000)
 
     def cpu(self) -> float:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -232,6 +236,7 @@ class Child:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(30)
+        self.log.close()
 
 
 def upstream(count: bool = False) -> Child:
