@@ -347,6 +347,30 @@ def first_request(repeats: int) -> tuple[float, float, float, int]:
     return proxied - direct, cpu, floor(raw, max(3, repeats)), len(raw)
 
 
+def held(trace: Trace) -> int:
+    """What one conversation keeps in the proxy after its last round (tracemalloc, in this
+    process: the proxy's own rewrite of every round, with a Sessions of its own)."""
+    import gc
+    import tracemalloc
+
+    from rules_compact.serve.rewrite import rewrite
+    from rules_compact.serve.routes import route_of
+    from rules_compact.serve.sessions import Sessions
+
+    route = route_of("POST", PATHS[trace.format], trace.format == "anthropic")
+    sessions = Sessions([load_rules("default")], 4, 3600.0)
+    rewrite(route, trace.body(0, "[warm-up]"), None, None, sessions)  # what is loaded once per process
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for k in range(len(trace.rounds)):
+        rewrite(route, trace.body(k, "[s0]"), None, None, sessions)
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return kept
+
+
 def tokens(traces: list[Trace]) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
     """Per trace, (prompt, cached) tokens the upstream saw through the proxy and what replay
     computes for the same rounds."""
@@ -406,7 +430,8 @@ def phase_rows(phases: dict[int, Phase], traces: list[Trace], floors: list[list[
 def trace_rows(phase: Phase, traces: list[Trace], floors: list[list[float]]) -> tuple[list, float]:
     """One session at a time, per trace: its warm rounds' added time and CPU over their floor."""
     rows = [("session", "rounds", "last body", "floor, warm rounds", "added, warm rounds", "/ floor",
-             "proxy CPU, warm rounds", "/ floor", "first request: added", "its proxy CPU")]
+             "proxy CPU, warm rounds", "/ floor", "first request: added", "its proxy CPU", "held by the session",
+             "/ last body")]
     worst = 0.0
     for i, trace in enumerate(traces):
         n = len(trace.rounds)
@@ -414,9 +439,10 @@ def trace_rows(phase: Phase, traces: list[Trace], floors: list[list[float]]) -> 
         warm_floor = sum(floors[i][1:])
         first_cpu, warm_cpu = phase.warm[i] if phase.warm else (float("nan"), float("nan"))
         worst = max(worst, sum(added[1:]) / warm_floor)
-        rows.append((trace.name, n, mb(len(trace.body(-1, "[s0]"))), ms(warm_floor), ms(sum(added[1:])),
+        kept, last = held(trace), len(trace.body(-1, "[s0]"))
+        rows.append((trace.name, n, mb(last), ms(warm_floor), ms(sum(added[1:])),
                      f"{sum(added[1:]) / warm_floor:.1f}", ms(warm_cpu), f"{warm_cpu / warm_floor:.1f}",
-                     ms(added[0]), ms(first_cpu)))
+                     ms(added[0]), ms(first_cpu), mb(kept), f"{kept / last:.1f}"))
     return rows, worst
 
 
