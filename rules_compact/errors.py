@@ -5,7 +5,7 @@ from __future__ import annotations
 import reprlib
 from dataclasses import dataclass
 
-__all__ = ["RulesCompactError", "ConfigError", "InputError", "Problem", "kind_of", "type_name"]
+__all__ = ["RulesCompactError", "ConfigError", "InputError", "PluginError", "Problem", "kind_of", "type_name"]
 
 
 class RulesCompactError(Exception):
@@ -56,5 +56,11 @@ def type_name(value: object) -> str:
 
 class InputError(RulesCompactError):
     """Unreadable or malformed input, or a usage error."""
+
+    exit_code = 2
+
+
+class PluginError(RulesCompactError):
+    """A plugin failed: to load, in what it declared, or in a function it provided."""
 
     exit_code = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["data_path", "bundled_rules", "preset_names"]
+__all__ = ["data_path", "bundled_rules", "bundled_name", "preset_names"]
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -22,6 +22,14 @@ def bundled_rules(name: str) -> Path | None:
     if name.startswith("preset:"):
         return data_path("rules") / "presets" / f"{name[len('preset:'):]}.yaml"
     return None
+
+
+def bundled_name(file: str) -> str | None:
+    """A bundled rule file's name (``default``, ``preset:NAME``); None for any other file."""
+    path, rules = Path(file).resolve(), data_path("rules").resolve()
+    if path == rules / "default.yaml":
+        return "default"
+    return f"preset:{path.stem}" if path.parent == rules / "presets" and path.suffix == ".yaml" else None
 
 
 def preset_names() -> list[str]:

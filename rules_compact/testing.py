@@ -81,7 +81,7 @@ def _check_summarizer(spec: ToolSpec, samples: Iterable[tuple[str, dict | None]]
         given = copy.deepcopy(call)
         try:
             first = spec.summarize(content, given)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             _fail(f"{label} raised {type(exc).__name__}: {exc} on content {content!r} and call {call!r}")
         if not isinstance(first, str):
             _fail(f"{label} returned {type(first).__name__}, not str, on content {content!r} and call {call!r}")

@@ -30,8 +30,9 @@ an agent's session).  A reply is written in the shape of the path it answers:
 
 ``Reply(raw=b"...")`` answers those bytes exactly; ``status`` >= 400 answers ``error`` (or the
 API's error shape).  ``delay`` seconds pass before each stream event; ``hang=True`` streams
-the first events and then waits until the client goes away, which ``upstream.cancelled``
-counts.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
+the first events (unstreamed: sends nothing) and then waits until the client goes away,
+which ``upstream.cancelled`` counts; ``cut=True`` streams the first events and then drops
+the connection.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
 
 :class:`Served` runs any ASGI app (the proxy too) the same way.
 """
@@ -100,6 +101,7 @@ class Reply:
     raw: bytes | None = None
     delay: float = 0.0
     hang: bool = False
+    cut: bool = False  # stream the first events, then drop the connection
     gzip: bool = False
 
 
@@ -181,10 +183,18 @@ class FakeUpstream:
             body = {}
         stream = isinstance(body, dict) and body.get("stream") is True
         events = _answer(recorded.path, body if isinstance(body, dict) else {}, reply, len(recorded.body))
-        if reply.raw is not None or reply.status >= 400 or not stream:
+        if reply.hang and not stream:
+            await self._hang(receive)
+        elif reply.raw is not None or reply.status >= 400 or not stream:
             await self._whole(send, reply, events, recorded.path)
         else:
             await self._stream(send, receive, reply, events)
+
+    async def _hang(self, receive) -> None:
+        """Answer nothing more until the client goes away."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.cancelled += 1
 
     async def _whole(self, send, reply: Reply, events: list, path: str) -> None:
         if reply.raw is not None:
@@ -209,10 +219,10 @@ class FakeUpstream:
         try:
             for i, frame in enumerate(frames):
                 if reply.hang and i == 2:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    self.cancelled += 1
+                    await self._hang(receive)
                     return
+                if reply.cut and i == 2:
+                    return  # the response is left incomplete: the server drops the connection
                 if reply.delay:
                     await asyncio.sleep(reply.delay)
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
@@ -253,10 +263,11 @@ def _answer(path: str, body: dict, reply: Reply, size: int) -> list[tuple[bytes 
 def _anthropic(body: dict, reply: Reply, size: int) -> list:
     u = reply.usage
     usage = {"input_tokens": u.get("input", max(1, size // 4)), "output_tokens": u.get("output", 5),
-             "cache_read_input_tokens": u.get("cache_read", 0), "cache_creation_input_tokens": u.get("cache_creation", 0)}
+             "cache_read_input_tokens": u.get("cache_read", 0),
+             "cache_creation_input_tokens": u.get("cache_creation", 0)}
     if reply.tool:
-        name, args = reply.tool
-        block = {"type": "tool_use", "id": f"toolu_{abs(hash((name, size))) % 10**8:08d}", "name": name, "input": args}
+        name, args = reply.tool  # ids from the request's size: a new one each round of a growing history
+        block = {"type": "tool_use", "id": f"toolu_{size:010d}", "name": name, "input": args}
         start, delta = {**block, "input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(args)}
         stop = "tool_use"
     else:

@@ -185,7 +185,7 @@ def test_the_chunks_spill_to_a_folder_that_is_gone_when_the_command_ends(capsys,
 
     def spill_folder():
         made.append(tempfile.mkdtemp(dir=tmp_path))
-        return made[-1]
+        return batch.files.Spill(made[-1])
 
     monkeypatch.setattr(batch.local, "spill_folder", spill_folder)
     spilled = []
@@ -385,3 +385,55 @@ def test_an_interrupt_stops_the_workers(sig):
     assert proc.returncode == 128 + sig and err == b""
     assert len(workers) == 2
     assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout == b""
+
+
+def _started(pid: int) -> str | None:
+    """When a running process started (to tell it from a later one of the same pid); None when
+    it is gone (a zombie, dead but not yet reaped, is)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, forked workers and file locks")
+def test_a_killed_command_leaves_no_worker_and_the_next_run_removes_its_spill_folder():
+    """SIGKILL gives the command no chance to stop its workers or remove its spill folder: the
+    workers end by themselves, and the next run removes the folder (but not a live run's)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "rules_compact", "replay", "--jobs", "2"]
+    # the command hands FILES[0] to a worker, then reads stdin itself, which never ends
+    proc = subprocess.Popen([*command, FILES[0], "-"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
+    root, workers, folders = batch.files.spill_root(), {}, []
+
+    def alive() -> list[int]:
+        return [pid for pid, start in workers.items() if start is not None and _started(pid) == start]
+
+    try:
+        deadline = time.monotonic() + 60
+        while (len(workers) < 2 or not folders) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+            workers = {int(pid): _started(int(pid)) for pid in pids}
+            folders = [name for name in os.listdir(root) if name.startswith(f"rules-compact-{proc.pid}-")]
+        assert len(workers) == 2 and len(folders) == 1
+        folder = os.path.join(root, folders[0])
+        subprocess.run([*command, FILES[0]], stdout=subprocess.DEVNULL, cwd=ROOT, env=env, check=True)
+        assert os.path.isdir(folder)  # another run leaves a live run's folder alone
+        proc.kill()
+        proc.wait(30)
+        deadline = time.monotonic() + 30
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert alive() == []
+        assert os.path.isdir(folder)  # nothing removed it yet
+        subprocess.run([*command, FILES[0]], stdout=subprocess.DEVNULL, cwd=ROOT, env=env, check=True)
+        assert not os.path.exists(folder)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+        for pid in alive():  # only when the test failed
+            os.kill(pid, signal.SIGKILL)

@@ -243,6 +243,17 @@ def test_a_plugin_whose_hook_raises_is_skipped_whole(installed):
     assert [n for n, _ in reg.plugins] == [plugins.BUILTIN]
 
 
+def test_a_hook_that_exits_is_a_failed_plugin_not_the_commands_exit_code(installed, capsys):
+    installed("quitter", plugin(tools=SystemExit(3)), version="1.2")
+    installed("good", plugin(tools=[{"name": "Grep", "compact": True}]))
+    assert registry().failures == (PluginFailure("quitter", "1.2", "SystemExit: 3"),)
+    rc, out, err = run(capsys, "tools")
+    assert rc == 0 and err == f"{PROG}: warning: plugin quitter 1.2: SystemExit: 3; skipped\n"
+    assert re.search(r"^Grep +true +- +- +good$", out, re.M), out
+    rc, out, err = run(capsys, "--strict", "apply", str(ROOT / "examples" / "coding-session.json"))
+    assert (rc, out, err) == (2, "", f"{PROG}: error: plugin quitter 1.2: SystemExit: 3 (--strict)\n")
+
+
 BAD_SPECS = [
     pytest.param({"name": "x"}, "a tool spec needs 'name' and 'compact'", id="missing-compact"),
     pytest.param({"name": "x", "compact": "yes"}, "tool 'x': compact must be true or false, got 'yes'", id="str-bool"),
@@ -371,7 +382,10 @@ def test_conflict_between_two_plugins_is_an_error_naming_both(installed):
         load_rules("default")
     message = str(err.value)
     assert "'bash'" in message and "plugin one" in message and "plugin two" in message
-    assert "tools:" in message
+    # the bundled file cannot be edited: the user's own file settles it
+    assert message.endswith("settle it in the tools: section of a rule file of your own with extends: default")
+    with pytest.raises(ConfigError, match="settle it in this file's tools: section"):
+        parse_rules(rules_text("  []").replace("rules:", "extends: default\nrules:"), "mine.yaml")
 
 
 def test_conflict_on_the_summarizer_alone(installed):
@@ -463,6 +477,17 @@ def test_summary_placeholder_uses_the_summarizer_and_a_failure_falls_back_with_a
     (tmp_path / "r.yaml").write_text(SUMMARY_RULES, encoding="utf-8")
     rc, out, _ = run(capsys, "explain", str(tmp_path / "c.json"), "-r", str(tmp_path / "r.yaml"))
     assert rc == 0 and "summarizer of 'Bash' (sums) failed: ValueError: boom" in out
+
+
+def test_a_summarizer_that_exits_falls_back_with_a_note(installed, tmp_path, capsys):
+    def quits(content, call):
+        raise SystemExit(3)
+
+    installed("sums", plugin(tools=[{"name": "Bash", "compact": True, "summarize": quits}]))
+    (tmp_path / "c.json").write_text(json.dumps(conversation(("c1", "Bash", {}, "out" * 50))), encoding="utf-8")
+    (tmp_path / "r.yaml").write_text(SUMMARY_RULES, encoding="utf-8")
+    rc, out, err = run(capsys, "explain", str(tmp_path / "c.json"), "-r", str(tmp_path / "r.yaml"))
+    assert rc == 0 and "summarizer of 'Bash' (sums) failed: SystemExit: 3" in out, err
 
 
 def test_a_summary_placeholder_larger_than_the_result_leaves_it_as_it_is(installed):
@@ -949,6 +974,107 @@ def test_e2e_the_example_packages_own_tests_pass(site):
     assert re.search(r"\b\d+ passed\b", proc.stdout)
 
 
+# --- a plugin's functions failing while rules apply --------------------------------------------
+
+
+def _raises(exc: BaseException):
+    def fail(*args):
+        raise exc
+    return fail
+
+
+def _kinds(matcher=lambda item, view: True, apply=lambda item, editor: None, compile_matcher=None,
+           compile_action=None):
+    """A matcher kind ``flaky`` and an action kind ``mangle`` running the given functions."""
+    return dict(matchers=[MatcherKind("flaky", compile_matcher or (lambda o, c, p: matcher), "Flaky.")],
+                actions=[ActionKind("mangle", compile_action or (lambda o, c, p: Action("mangle", apply)), "Mangle.",
+                                    {"type": "null"})])
+
+
+FAILING = [
+    pytest.param(_kinds(matcher=_raises(RuntimeError("no luck"))), "rule clear: matcher flaky raised RuntimeError: "
+                 "no luck", id="matcher"),
+    pytest.param(_kinds(matcher=_raises(SystemExit(3))), "rule clear: matcher flaky raised SystemExit: 3",
+                 id="matcher-exits"),
+    pytest.param(_kinds(apply=_raises(KeyError("content"))), "rule clear: action mangle raised KeyError: 'content'",
+                 id="action"),
+    pytest.param(_kinds(compile_matcher=_raises(ValueError("bad options"))),
+                 "rule clear: matcher flaky: compile raised ValueError: bad options", id="matcher-compile"),
+    pytest.param(_kinds(compile_matcher=lambda o, c, p: 42),
+                 "rule clear: matcher flaky: compile returned int 42, not a predicate (item, view) -> bool",
+                 id="matcher-compile-returns-no-predicate"),
+    pytest.param(_kinds(compile_action=lambda o, c, p: "mangle"),
+                 "rule clear: action mangle: compile returned str 'mangle', not an Action", id="action-compile"),
+]
+
+
+@pytest.mark.parametrize("kinds, message", FAILING)
+def test_a_failing_plugin_matcher_or_action_is_one_line_naming_plugin_rule_and_kind(tmp_path, capsys, kinds,
+                                                                                     message):
+    rules = tmp_path / "r.yaml"
+    rules.write_text(rules_text("  - {name: keep-reads, match: {tool: Read}, action: keep}",
+                                "  - {name: clear, match: {flaky: {}}, action: mangle}"), encoding="utf-8")
+    messages = conversation(("c1", "Bash", {}, "out" * 50), ("c2", "Read", {}, "text"))
+    (tmp_path / "c.json").write_text(json.dumps(messages), encoding="utf-8")
+    with use_plugins([plugin(**kinds)]):
+        for command in (["apply", str(tmp_path / "c.json"), "-o", str(tmp_path / "out.json")],
+                        ["replay", str(tmp_path / "c.json")]):
+            rc, out, err = run(capsys, *command, "-r", str(rules))
+            assert (rc, out, err) == (2, "", f"{PROG}: error: plugin FakePlugin: {message}\n"), command
+        with pytest.raises(PluginError, match=re.escape(message)):
+            rules_compact.Compactor(str(rules))(messages)
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_failing_plugin_matcher_in_error_when_names_error_when():
+    kinds = _kinds(matcher=_raises(RuntimeError("no luck")))
+    with use_plugins([plugin(**kinds)]):
+        ruleset = parse_rules(rules_text("  - {name: clear, match: {role: tool}, action: placeholder}")
+                              .replace("rules:", "error_when: {flaky: {}}\nrules:"))
+        with pytest.raises(PluginError) as err:
+            compact(conversation(("c1", "Bash", {}, "out" * 50)), ruleset)
+    assert str(err.value) == "plugin FakePlugin: error_when: matcher flaky raised RuntimeError: no luck"
+
+
+def test_built_in_kinds_and_estimators_are_not_wrapped():
+    """Only a plugin's functions are guarded: the built-in ones pay nothing for it."""
+    from rules_compact.kinds.actions import BUILTIN_ACTIONS
+    from rules_compact.kinds.estimators import ESTIMATORS
+    from rules_compact.kinds.matchers import BUILTIN_MATCHERS
+
+    kinds = _kinds()
+    with use_plugins([plugin(**kinds)]) as reg:
+        assert all(reg.matchers[name] is kind for name, kind in BUILTIN_MATCHERS.items())
+        assert all(reg.actions[name] is kind for name, kind in BUILTIN_ACTIONS.items())
+        assert all(reg.estimators[name] is e for name, e in ESTIMATORS.items())
+        assert reg.matchers["flaky"] is not kinds["matchers"][0] and reg.actions["mangle"] is not kinds["actions"][0]
+
+
+ESTIMATES = [
+    pytest.param(_raises(RuntimeError("no tokenizer")), "raised RuntimeError: no tokenizer", id="raises"),
+    pytest.param(lambda text: str(len(text)), "returned str '", id="string"),
+    pytest.param(lambda text: float("nan"), "returned float nan, not a whole number of tokens >= 0", id="nan"),
+    pytest.param(lambda text: len(text) / 4, "returned float ", id="float"),
+    pytest.param(lambda text: -1, "returned int -1, not a whole number of tokens >= 0", id="negative"),
+]
+
+
+@pytest.mark.parametrize("estimate, message", ESTIMATES)
+def test_an_estimator_that_fails_or_counts_no_tokens_is_one_line(tmp_path, capsys, estimate, message):
+    rules = tmp_path / "r.yaml"
+    rules.write_text(rules_text("  - {name: clear, match: {role: tool}, action: placeholder}")
+                     .replace("rules:", "defaults: {estimator: odd}\nrules:"), encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps(conversation(("c1", "Bash", {}, "out" * 50))), encoding="utf-8")
+    with use_plugins([plugin(estimators={"odd": estimate})]):
+        for command in (["apply", str(tmp_path / "c.json"), "-o", str(tmp_path / "out.json"), "--report",
+                         str(tmp_path / "report.json")], ["stats", str(tmp_path / "c.json"), "--json"]):
+            rc, out, err = run(capsys, *command, "-r", str(rules))
+            assert (rc, out) == (2, ""), (command, err)
+            assert err.startswith(f"{PROG}: error: plugin FakePlugin: estimator odd {message}") and \
+                len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "report.json").exists()
+
+
 # --- readers ------------------------------------------------------------------------------------
 
 
@@ -1028,6 +1154,7 @@ def test_invalid_readers_are_plugin_errors(make, message):
 @pytest.mark.parametrize("reader, message", [
     (lambda: _chatlog_reader(read=lambda data: 1 / 0), "read failed: ZeroDivisionError: division by zero"),
     (lambda: _chatlog_reader(detect=lambda data: data["nope"]), "detect failed: KeyError: 'nope'"),
+    (lambda: _chatlog_reader(read=_raises(SystemExit(3))), "read failed: SystemExit: 3"),
     (lambda: _chatlog_reader(read=lambda data: {"messages": []}), "read must return a list of Draft, got dict"),
 ])
 def test_a_failing_plugin_reader_is_one_error_line(tmp_path, capsys, reader, message):

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import gzip
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -255,6 +257,17 @@ def test_an_unreachable_upstream_is_a_502_in_the_api_shape(start):
         closed.close()
 
 
+def test_an_upstream_that_does_not_answer_in_time_is_a_504(start, upstream):
+    served = start(read_timeout=0.3)
+    upstream.script(Reply(hang=True))
+    with pytest.raises(anthropic.APIStatusError) as late:
+        anthropic.Anthropic(base_url=served.url, api_key="k", max_retries=0).messages.create(
+            model="claude-x", max_tokens=10, messages=anthropic_messages())
+    assert late.value.status_code == 504 and late.value.body["error"]["message"] == \
+        "the upstream did not answer in time"
+    assert metric(served, "rules_compact_serve_upstream_errors_total", route="messages", status="504") == 1
+
+
 def test_a_stream_is_relayed_as_it_comes_and_a_client_leaving_cancels_it(proxy, upstream):
     upstream.script(Reply(hang=True))  # two events, then nothing until the client goes away
     client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
@@ -263,6 +276,26 @@ def test_a_stream_is_relayed_as_it_comes_and_a_client_leaving_cancels_it(proxy, 
     assert next(events).type == "message_start"  # arrived while the upstream still streams
     stream.close()
     assert eventually(lambda: upstream.cancelled) == 1
+
+
+def test_a_stream_the_upstream_breaks_off_is_broken_off_for_the_client(proxy, upstream):
+    upstream.script(Reply(cut=True))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    sdk_http = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")  # the SDK's
+    with pytest.raises((anthropic.APIError, sdk_http.HTTPError)):
+        with client.messages.stream(model="claude-x", max_tokens=10, messages=anthropic_messages()) as stream:
+            stream.get_final_message()
+
+
+def test_a_client_leaving_before_the_answer_cancels_the_upstream_request(proxy, upstream, caplog):
+    upstream.script(Reply(hang=True))  # no answer at all until the client goes away
+    body = {"model": "claude-x", "max_tokens": 5, "messages": anthropic_messages()}
+    with caplog.at_level(logging.INFO, "rules_compact.serve"):
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(proxy.url + "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"},
+                       timeout=0.5)
+        assert eventually(lambda: upstream.cancelled) == 1
+        assert eventually(lambda: "ended='client disconnected before the answer'" in caplog.text)
 
 
 @pytest.mark.parametrize("body, reason", [
@@ -325,6 +358,27 @@ def test_breakpoints_never_exceed_four_and_the_clients_stay(start, upstream):
     assert sent["messages"][-1]["content"][0]["cache_control"] == ephemeral
 
 
+def test_a_claude_code_shaped_request_is_compacted(proxy, upstream):
+    ephemeral = {"type": "ephemeral"}
+    messages = anthropic_messages(3)
+    messages.insert(3, {"role": "system", "content": "a mid-conversation system entry"})
+    messages[-1]["content"][0]["cache_control"] = ephemeral
+    request = {"model": "claude-x", "max_tokens": 5, "stream": True,
+               "thinking": {"type": "enabled", "budget_tokens": 1024},
+               "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+               "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": ephemeral},
+                          {"type": "text", "text": "env", "cache_control": ephemeral}],
+               "messages": messages}
+    httpx.post(proxy.url + "/v1/messages?beta=true", json=request,
+               headers={"anthropic-version": "2023-06-01", "x-claude-code-session-id": "s1"})
+    got, = upstream.requests
+    assert got.query == "beta=true" and got.body.count(b'"cache_control"') == 3
+    sent = got.json
+    assert sent["messages"][2]["content"][0]["content"] == "[Previous: used read]"
+    assert sent["messages"][3] == messages[3] and sent["messages"][-1] == messages[-1]
+    assert {k: v for k, v in sent.items() if k != "messages"} == {k: v for k, v in request.items() if k != "messages"}
+
+
 def test_other_paths_pass_through_to_the_fixed_upstream(proxy, upstream):
     httpx.get(proxy.url + "/v1/models?limit=3", headers={"anthropic-version": "2023-06-01", "host": "evil.example"})
     httpx.get(proxy.url + "/v1/models", headers={"authorization": "Bearer x"})
@@ -354,10 +408,13 @@ def test_metrics_count_tokens_and_the_upstreams_cache_usage(proxy, upstream):
     with client.messages.stream(model="claude-x", max_tokens=10, messages=anthropic_messages()) as stream:
         stream.get_final_message()
     chat = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
-    upstream.script(Reply(usage={"cache_read": 64}, gzip=True))
+    upstream.script(Reply(usage={"cache_read": 64}, gzip=True), Reply(usage={"cache_read": 32}))
     chat.chat.completions.create(model="gpt", messages=chat_messages())
+    with chat.responses.stream(model="gpt", input=responses_input()) as stream:
+        stream.get_final_response()
     usage = "rules_compact_serve_upstream_usage_tokens_total"
-    assert eventually(lambda: metric(proxy, usage, route="chat_completions", kind="cached")) == 64  # gzip read
+    assert eventually(lambda: metric(proxy, usage, route="responses", kind="cached")) == 32  # response.completed
+    assert metric(proxy, usage, route="chat_completions", kind="cached") == 64  # a gzip answer, read
     assert metric(proxy, usage, route="messages", kind="cache_read") == 400  # streamed and not
     assert metric(proxy, usage, route="messages", kind="cache_creation") == 20
     assert metric(proxy, "rules_compact_serve_requests_total", route="messages", outcome="compacted") == 2
@@ -365,7 +422,7 @@ def test_metrics_count_tokens_and_the_upstreams_cache_usage(proxy, upstream):
     assert before > metric(proxy, "rules_compact_serve_estimated_tokens_after_total", route="messages") > 0
     assert metric(proxy, "rules_compact_serve_compaction_seconds_count", route="messages") == 2
     sessions = httpx.get(proxy.url + "/rules-compact/sessions").json()["sessions"]
-    assert len(sessions) == 2 and sessions[1]["requests"] == 2 and sessions[1]["items_changed"] == 1
+    assert len(sessions) == 3 and sessions[2]["requests"] == 2 and sessions[2]["items_changed"] == 1
 
 
 def test_the_log_has_one_line_per_request_and_no_secret_or_content(proxy, upstream, caplog):
@@ -377,6 +434,14 @@ def test_the_log_has_one_line_per_request_and_no_secret_or_content(proxy, upstre
     assert re.search(r"messages status=200 session=\w{16} model=claude-x tokens=[\d,]+->[\d,]+ changed=1 "
                      r"boundary_moved=(yes|no) compaction_ms=", lines[0])
     assert SECRET not in caplog.text and "read the files" not in caplog.text and "f0.py" not in caplog.text
+
+
+def test_each_compaction_is_an_otel_span_of_the_serve_integration(proxy, otel_spans):
+    anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0).messages.create(
+        model="claude-x", max_tokens=10, messages=anthropic_messages())
+    [span] = [s for s in otel_spans.get_finished_spans() if s.name == "rules_compact.compact"]
+    assert span.attributes["rules_compact.integration"] == "serve"
+    assert span.attributes["rules_compact.items_changed"] == 1
 
 
 def rounds(path, every: int = 1):
@@ -414,24 +479,29 @@ def test_sessions_are_bounded_and_evicted_when_idle():
     assert sessions.summary() == [] and sessions.evicted == 3
 
 
-def spawn(upstream_url: str, *args: str) -> tuple[subprocess.Popen, str]:
-    """``rules-compact serve`` in a process of its own on a free port, and its URL."""
+def spawn(upstream_url: str, *args: str, count: int = 1) -> list[tuple[subprocess.Popen, str]]:
+    """``count`` ``rules-compact serve`` processes (started together) on free ports, with their URLs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "rules_compact", "serve", "--port", "0",
-                                "--anthropic-upstream", upstream_url, *args],
-                               stderr=subprocess.PIPE, text=True, env=env)
-    line = process.stderr.readline()
-    found = re.search(r"serving on (http://\S+)", line)
-    assert found, line
-    return process, found[1]
+    processes = [subprocess.Popen([sys.executable, "-m", "rules_compact", "serve", "--port", "0",
+                                   "--anthropic-upstream", upstream_url, *args],
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(count)]
+    out = []
+    for process in processes:
+        line = process.stderr.readline()
+        found = re.search(r"serving on (http://\S+)", line)
+        assert found, line
+        out.append((process, found[1]))
+    return out
 
 
-def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(upstream):
-    fmt, bodies = rounds(TRACES / "claude-code" / "agent-a2898e3.jsonl", every=2)
-    processes = [spawn(upstream.url, "-r", STEPPED_DEFAULT) for _ in range(2)]
+def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(start, upstream):
+    fmt, bodies = rounds(TRACES / "claude-code" / "agent-a2898e3.jsonl")
+    rules = [load_rules(STEPPED_DEFAULT)]
+    every_round = start(rules=rules)  # sees them all, in this process
+    processes = spawn(upstream.url, "-r", STEPPED_DEFAULT, count=2)
     try:
-        for i, body in enumerate(bodies):
-            for process, url in (processes[i % 2], processes[(i + 1) % 2]):
+        for i, body in enumerate(bodies):  # odd rounds to one process, even ones to the other
+            for url in (processes[i % 2][1], every_round.url):
                 httpx.post(url + "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"})
     finally:
         for process, _ in processes:
@@ -439,8 +509,7 @@ def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(upstr
             process.wait(10)
     sent = [r.body for r in upstream.requests]
     assert len(sent) == 2 * len(bodies)
-    assert sent[0::2] == sent[1::2]  # each round: the same bytes from either process
-    rules = [load_rules(STEPPED_DEFAULT)]
+    assert sent[0::2] == sent[1::2]
     assert [json.loads(b)["messages"] for b in sent[0::2]] == [compact(b["messages"], rules, format=fmt).messages
                                                               for b in bodies]
 
@@ -448,7 +517,7 @@ def test_two_processes_alternating_one_sessions_rounds_send_the_same_bytes(upstr
 def test_sighup_reloads_valid_rules_and_sigterm_lets_a_stream_finish(upstream, tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text("version: 1\nname: first\nrules: []\n")
-    process, url = spawn(upstream.url, "-r", str(rules), "--grace", "20")
+    [(process, url)] = spawn(upstream.url, "-r", str(rules), "--grace", "20")
     try:
         rules.write_text("version: 1\nname: second\nrules: [{name: x, match: {nope: 1}, action: keep}]\n")
         process.send_signal(signal.SIGHUP)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import tempfile
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -15,10 +16,16 @@ from ..errors import InputError, RulesCompactError
 from ..formats import FORMATS
 from ..readers import Conversation
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no file locks, no sweep
+    fcntl = None
+
 if TYPE_CHECKING:
     from .tasks import Task
 
-__all__ = ["read_file", "FileResult", "read_results", "CHUNK_MESSAGES", "here", "Split", "load_chunk", "spill_folder"]
+__all__ = ["read_file", "FileResult", "read_results", "CHUNK_MESSAGES", "here", "Split", "load_chunk", "Spill",
+           "spill_folder", "spill_root", "remove_unowned", "SPILL_PREFIX"]
 
 def read_file(path: str, forced: str | None, warn: Callable[[str], None]) -> list[tuple[Conversation, str]]:
     """Each conversation of a file (``-``: stdin) with the format its rules see: ``forced``, else
@@ -156,10 +163,79 @@ def load_chunk(where: tuple[str, int, int]) -> list[tuple[Conversation, str]]:
         return pickle.loads(spilled.read(size))
 
 
-def spill_folder() -> str:
-    """A new folder for split files' chunks: in memory (/dev/shm) where there is one."""
+SPILL_PREFIX = "rules-compact-"  # a spill folder's name: this, the pid of the process that made it, a random part
+
+
+@dataclass(frozen=True)
+class Spill:
+    """A spill folder and the lock that says it is in use: a file lock on the folder, held
+    through ``lock`` by the process that made it and the workers it forks (they inherit it),
+    so it is released when all of them are gone, however they end."""
+
+    path: str
+    lock: int | None = None  # None where there are no file locks
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self.lock is not None:
+            os.close(self.lock)
+
+
+def spill_root() -> str:
+    """Where spill folders go: in memory (/dev/shm) where there is one, else the temporary folder."""
     memory = "/dev/shm"
-    return tempfile.mkdtemp(prefix="rules-compact-", dir=memory if os.access(memory, os.W_OK) else None)
+    return memory if os.access(memory, os.W_OK) else tempfile.gettempdir()
+
+
+def spill_folder() -> Spill:
+    """A new spill folder for split files' chunks, locked, after removing the spill folders no
+    live process owns (a run that was killed could not remove its own)."""
+    root = spill_root()
+    remove_unowned(root)
+    made = tempfile.mkdtemp(prefix=f".{SPILL_PREFIX}{os.getpid()}-", dir=root)  # a name no sweep takes
+    try:
+        lock = _locked(made) if fcntl is not None else None
+    except OSError:  # a file system without locks on folders
+        lock = None
+    if lock is None:
+        return Spill(made)  # only this run removes it
+    path = os.path.join(root, os.path.basename(made)[1:])
+    os.rename(made, path)  # locked before it is a name that sweeps look at
+    return Spill(path, lock)
+
+
+def remove_unowned(root: str) -> None:
+    """Remove this user's spill folders in ``root`` whose lock no live process holds."""
+    if fcntl is None:
+        return
+    try:
+        entries = os.scandir(root)
+    except OSError:  # not ours to list: nothing of ours to remove there
+        return
+    with entries:
+        for entry in entries:
+            try:
+                if not entry.name.startswith(SPILL_PREFIX) or not entry.is_dir(follow_symlinks=False) or \
+                        entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                    continue
+                lock = _locked(entry.path)
+            except OSError:  # in use (locked), gone meanwhile, or not ours to open
+                continue
+            try:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            finally:
+                os.close(lock)
+
+
+def _locked(folder: str) -> int:
+    """A descriptor of ``folder`` holding its exclusive lock; OSError when another process holds it."""
+    handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
 
 
 def here(task: Task, path: str, refuse, read: Callable[[Task, str], object]) -> Future:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import shutil
 import signal
 import sys
+import threading
+import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -17,7 +18,7 @@ from functools import partial
 from typing import Callable, Iterator, Sequence
 
 from ..errors import RulesCompactError
-from .files import FileResult, Split, computed, here, load_chunk, read_or_split, spill_folder
+from .files import FileResult, Spill, Split, computed, here, load_chunk, read_or_split, spill_folder
 from .tasks import Task
 
 __all__ = ["WorkerError", "Workers", "default_jobs"]
@@ -34,14 +35,27 @@ def default_jobs() -> int:
 
 _TASK: Task | None = None  # a worker process's task, set once when it starts
 _SPILL = ""  # and the folder its split files' chunks go to
+PARENT_CHECK = 0.5  # seconds between a worker's looks at whether the command's process is still there
 
 
-def _start_worker(task: Task, spill: str) -> None:
+def _start_worker(task: Task, spill: str, parent: int) -> None:
     global _TASK, _SPILL
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler inherited through fork
+    _watch(parent)
     gc.freeze()  # what the parent made stays shared: the collector need not touch (and copy) it
     _TASK, _SPILL = task, spill
+
+
+def _watch(parent: int) -> None:
+    """End this worker once ``parent``, the command's process, is gone: killed (SIGKILL), it
+    could not stop us, and nothing else would (this process then has another parent)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="rules-compact-parent-watch", daemon=True).start()
 
 
 def _worker_read(path: str) -> FileResult | Split:
@@ -90,14 +104,15 @@ class Workers:
     this process computing beside them cost a fifth more CPU: the two threads share one
     interpreter lock).  The workers are forked at the first piece, with the rules compiled.
     At most ``2 * jobs`` files are in flight; the chunks of the split ones among them wait in
-    a spill folder (in memory where there is one), which this process removes when done;
-    it holds only the file it reads itself."""
+    a spill folder (in memory where there is one), which this process removes when done (the
+    next run does, if it was killed: workers end when it is gone); it holds only the file it
+    reads itself."""
 
     def __init__(self, task: Task, jobs: int, refuse):
         self.task, self.refuse = task, refuse
         self.jobs, self.window = jobs, 2 * jobs
         self.pool: ProcessPoolExecutor | None = None
-        self.spill = ""  # the folder of the split files' chunks, made with the pool
+        self.spill: Spill | None = None  # the folder of the split files' chunks, made with the pool
         self.files: deque[_File] = deque()  # in input order, until yielded
         self.chunks: deque[tuple[_File, int]] = deque()  # to compute, in order, before the next file
         self.running: dict[Future, _File | None] = {}  # a piece of work, and the file it reads
@@ -125,8 +140,8 @@ class Workers:
             self._stop(before)
             raise
         finally:
-            if self.spill:
-                shutil.rmtree(self.spill, ignore_errors=True)
+            if self.spill is not None:
+                self.spill.remove()
         if self.pool is not None:
             self.pool.shutdown()
 
@@ -142,7 +157,7 @@ class Workers:
             return False
         if path == "-" or (self.refuse is not None and self.refuse(path)):  # read here, computed by the workers
             self._start()
-            read = partial(read_or_split, spill=self.spill, compute_first=False)
+            read = partial(read_or_split, spill=self.spill.path, compute_first=False)
             file = _File(path, here(self.task, path, self.refuse, read))
             self._open(file)
         else:
@@ -156,7 +171,7 @@ class Workers:
         if self.pool is None:
             self.spill = spill_folder()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=_start_method(), initializer=_start_worker,
-                                            initargs=(self.task, self.spill))
+                                            initargs=(self.task, self.spill.path, os.getpid()))
 
     def _submit(self, work: Callable, argument) -> Future:
         self._start()

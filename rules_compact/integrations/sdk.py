@@ -24,7 +24,9 @@ request is an OpenTelemetry span ``rules_compact.compact`` when ``opentelemetry-
 ``compact_request.session(thread_id)`` is the conversation's summary (pass ``thread_id=`` to tell
 conversations apart).  ``note=True`` adds :data:`~rules_compact.integrations.MODEL_NOTE` to the
 system prompt (``system``, the leading system message, or ``instructions``) of a request in
-which something was cleared.
+which something was cleared.  ``verify=False``: the messages of earlier requests are never
+edited in place (each request's are freshly made, as ``rules-compact serve`` parses them), so
+the Compactor relies on their identity alone (see :class:`~rules_compact.Compactor`).
 """
 
 from __future__ import annotations
@@ -35,15 +37,16 @@ from ..errors import InputError
 from ..formats import count_breakpoints, detect_format
 from ._common import Hook, OnCompact, Rules, noted
 
-__all__ = ["RequestCompactor", "compact_request"]
+__all__ = ["RequestCompactor", "compact_request", "breakpoints_outside"]
 
 
 class RequestCompactor:
     """``compactor(request) -> request`` with the messages (or Responses input) compacted."""
 
     def __init__(self, rules: Rules = None, *, on_compact: OnCompact | None = None, format: str | None = None,
-                 name: str = "rules-compact", note: bool | str = False, integration: str = "sdk"):
-        self.compactor = Hook(rules, on_compact, integration=integration, name=name, note=note)
+                 name: str = "rules-compact", note: bool | str = False, integration: str = "sdk",
+                 verify: bool = True):
+        self.compactor = Hook(rules, on_compact, verify, integration=integration, name=name, note=note)
         self.format = format
         self.session = self.compactor.session
 
@@ -57,12 +60,18 @@ class RequestCompactor:
         else:
             raise InputError("the request has no 'messages' list (Messages, Chat Completions) "
                              "and no 'input' list (Responses)")
-        outside = count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
-            + count_breakpoints({"cache_control": request.get("cache_control")})
-        result, _ = self.compactor.run(request[key], fmt, outside, thread_id=thread_id, run_id=run_id)
+        result, _ = self.compactor.run(request[key], fmt, breakpoints_outside(request), thread_id=thread_id,
+                                       run_id=run_id)
         out = {**request, key: result.messages}
         note = self.compactor.note_for(result.report)
         return out if note is None else {**out, **_noted(out, key, result.report.format, note)}
+
+
+def breakpoints_outside(request: Mapping[str, Any]) -> int:
+    """The cache breakpoints of a request outside its messages: on ``system`` blocks, on
+    ``tools`` and at the top level (``cache_control``), which count against Anthropic's 4."""
+    return count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) \
+        + count_breakpoints({"cache_control": request.get("cache_control")})
 
 
 def _noted(request: dict, key: str, format_name: str, note: str) -> dict:

@@ -11,6 +11,7 @@ from ..errors import Problem
 from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKind, everything, predicate_matcher
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from ..limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
+from ..resources import bundled_name
 from .model import Budget, PayBack, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
 from .regexes import RegexError, compile_regex
 from .templates import RESULT_VARIABLES, Template, TemplateError
@@ -33,6 +34,7 @@ class CompileContext:
         self.estimators = estimators
         self.problems: list[Problem] = []
         self.patterns: list[Callable[[str], bool]] = []  # what ``compacted`` recognises
+        self.rule: str | None = None  # the rule being compiled (None: error_when), for plugins' failures
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -154,11 +156,13 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         entries = [(raw, ctx, f"rules[{i}]") for i, raw in enumerate(data.get("rules", []))]
     rules = []
     for raw, rule_ctx, path in entries:
+        rule_ctx.rule = raw["name"]
         matcher = rule_ctx.matcher(raw["match"], f"{path}.match")
         action_specs = raw["action"] if isinstance(raw["action"], list) else [raw["action"]]
         paths = [f"{path}.action[{j}]" for j in range(len(action_specs))] if isinstance(raw["action"], list) \
             else [f"{path}.action"]
         actions = tuple(rule_ctx.action(a, p) for a, p in zip(action_specs, paths))
+        rule_ctx.rule = None
         rules.append(Rule(raw["name"], matcher, actions, rule_ctx.file, _matches_errors(raw["match"]),
                           rule_ctx.locate(path)[0]))
     patterns = list(ctx.patterns)
@@ -216,12 +220,14 @@ def registry_context(file: str, marks: Marks, reg) -> CompileContext:
 def settle_conflicts(ctx: CompileContext, data: dict, conflicts) -> None:
     """Plugins that disagree about a tool are an error unless the rule file decides."""
     declared = data.get("tools", {})
+    bundled = bundled_name(ctx.file) if ctx.file != "<string>" else None
+    settle = ("settle it in this file's tools: section" if bundled is None else
+              f"settle it in the tools: section of a rule file of your own with extends: {bundled}")
     for first, second in conflicts:
         if first.pattern not in declared:
             ctx.problem("tools" if "tools" in data else "", (
                 f"tool {first.pattern!r} is declared differently by plugin {first.source} "
-                f"({_metadata(first)}) and plugin {second.source} ({_metadata(second)}); "
-                "settle it in this file's tools: section"))
+                f"({_metadata(first)}) and plugin {second.source} ({_metadata(second)}); {settle}"))
 
 
 def _metadata(spec: ToolSpec) -> str:

@@ -4,7 +4,9 @@ documents each hook with a complete example.
 
 Every hook takes no arguments and returns a list (a dict for estimators) or None.  Hooks
 are called once per process, when the registry is first needed; what they return is
-validated, and a plugin that returns something invalid is reported and skipped.
+validated, and a plugin that returns something invalid, or raises (SystemExit too), is
+reported and skipped.  The functions they return are wrapped (guard.py): one that fails
+while rules compile or apply is one error naming the plugin, the rule and the kind.
 """
 
 from __future__ import annotations

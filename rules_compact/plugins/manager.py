@@ -22,14 +22,14 @@ import pluggy
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from . import hookspecs
-from ..errors import RulesCompactError
-from ..formats import FORMATS, decode_args
+from . import guard, hookspecs
+from ..errors import PluginError
+from ..formats import decode_args
 from ..kinds.base import ActionKind, MatcherKind
 from ..kinds.estimators import Estimator, as_estimator
 from ..language.model import ToolSpec
 from ..language.templates import RESULT_VARIABLES, Template, TemplateError
-from ..readers.base import Draft, LogError, Reader
+from ..readers.base import Reader
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
            "ENV_PLUGINS", "BUILTIN", "reset", "use_plugins", "tool_spec", "call_args", "HOOKS"]
@@ -39,14 +39,7 @@ ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
 BUILTIN = "rules_compact.builtin"
 HOOKS = ("rules_compact_tools", "rules_compact_matchers", "rules_compact_actions", "rules_compact_estimators",
          "rules_compact_readers")
-READER_KINDS = ("lines", "object", "list")
 TOOL_KEYS = ("name", "compact", "placeholder", "summarize")
-
-
-class PluginError(RulesCompactError):
-    """A plugin failed to load or declared something invalid."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -103,7 +96,7 @@ def _version(ep) -> str:
 
 
 def _error(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, PluginError) else guard.failure(exc)
 
 
 def _new_manager() -> pluggy.PluginManager:
@@ -144,7 +137,7 @@ def plugin_manager() -> tuple[pluggy.PluginManager, tuple[PluginFailure, ...], t
             continue
         try:
             _register(pm, ep.load(), ep.name)
-        except (Exception, SystemExit) as exc:  # a broken plugin is reported, never fatal unless --strict
+        except guard.FAILURES as exc:  # a broken plugin is reported, never fatal unless --strict
             failures.append(PluginFailure(ep.name, _version(ep), _error(exc)))
             continue
         loaded.append((ep.name, _version(ep)))
@@ -232,45 +225,6 @@ def _check_kind(kind: Any, cls: type, hook: str) -> None:
             raise PluginError(f"{hook}(): {cls.__name__} {kind.name!r}: invalid JSON Schema: {exc.message}") from None
 
 
-def _checked_reader(reader: Any, plugin: str) -> Reader:
-    """A plugin's Reader, validated, whose failures and bad results are one located error."""
-    hook = "rules_compact_readers"
-    if not isinstance(reader, Reader):
-        raise PluginError(f"{hook}() must return Reader objects, got {reader!r}")
-    name = reader.name
-    if not isinstance(name, str) or not name:
-        raise PluginError(f"{hook}(): a Reader needs a non-empty name, got {name!r}")
-    if reader.kind not in READER_KINDS:
-        raise PluginError(f"{hook}(): reader {name!r}: kind must be one of {', '.join(READER_KINDS)}, "
-                          f"got {reader.kind!r}")
-    if not callable(reader.detect) or not callable(reader.read):
-        raise PluginError(f"{hook}(): reader {name!r}: detect and read must be callable")
-    where = f"reader {name} (plugin {plugin})"
-
-    def detect(data: Any) -> bool:
-        try:
-            return bool(reader.detect(data))
-        except Exception as exc:
-            raise LogError(f"{where}: detect failed: {type(exc).__name__}: {exc}") from None
-
-    def read(data: Any) -> list[Draft]:
-        try:
-            drafts = reader.read(data)
-        except LogError:
-            raise
-        except Exception as exc:
-            raise LogError(f"{where}: read failed: {type(exc).__name__}: {exc}") from None
-        if not isinstance(drafts, list) or not all(isinstance(d, Draft) for d in drafts):
-            raise LogError(f"{where}: read must return a list of Draft, got {type(drafts).__name__}")
-        for d in drafts:
-            if not isinstance(d.messages, list) or d.format not in FORMATS:
-                raise LogError(f"{where}: a Draft needs a list of messages and a format of "
-                               f"{', '.join(FORMATS)}, got {d.format!r}")
-        return drafts
-
-    return Reader(name, reader.kind, detect, read)
-
-
 @dataclass
 class _Contribution:
     matchers: dict[str, MatcherKind] = field(default_factory=dict)
@@ -287,15 +241,16 @@ def _results(pm: pluggy.PluginManager, plugin: str, hook: str) -> list:
 def _contribution(pm: pluggy.PluginManager, plugin: str, owners: dict[tuple[str, str], str]) -> _Contribution:
     """Call one plugin's hooks and validate the results; raise on the first problem."""
     out = _Contribution()
-    for hook, cls, kinds, label in (("rules_compact_matchers", MatcherKind, out.matchers, "matcher"),
-                                    ("rules_compact_actions", ActionKind, out.actions, "action")):
+    for hook, cls, kinds, label, guarded_kind in (
+            ("rules_compact_matchers", MatcherKind, out.matchers, "matcher", guard.matcher_kind),
+            ("rules_compact_actions", ActionKind, out.actions, "action", guard.action_kind)):
         for result in _results(pm, plugin, hook):
             for kind in _listed(result, hook) if result is not None else ():
                 _check_kind(kind, cls, hook)
                 owner = owners.get((label, kind.name)) or (plugin if kind.name in kinds else None)
                 if owner is not None:
                     raise PluginError(f"{label} {kind.name!r} is already defined by plugin {owner}")
-                kinds[kind.name] = kind
+                kinds[kind.name] = kind if plugin == BUILTIN else guarded_kind(kind, plugin)
     for result in _results(pm, plugin, "rules_compact_estimators"):
         if result is None:
             continue
@@ -307,10 +262,11 @@ def _contribution(pm: pluggy.PluginManager, plugin: str, owners: dict[tuple[str,
             owner = owners.get(("estimator", name))
             if owner is not None:
                 raise PluginError(f"estimator {name!r} is already defined by plugin {owner}")
-            out.estimators[name] = as_estimator(name, estimate)  # a plain function becomes an Estimator
+            estimator = as_estimator(name, estimate)  # a plain function becomes an Estimator
+            out.estimators[name] = estimator if plugin == BUILTIN else guard.estimator(estimator, plugin)
     for result in _results(pm, plugin, "rules_compact_readers"):
         for raw in _listed(result, "rules_compact_readers") if result is not None else ():
-            reader = _checked_reader(raw, plugin)
+            reader = guard.reader(raw, plugin)
             owner = owners.get(("reader", reader.name)) or (plugin if reader.name in out.readers else None)
             if owner is not None:
                 raise PluginError(f"reader {reader.name!r} is already defined by plugin {owner}")
@@ -340,7 +296,7 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
     for name, version in loaded:
         try:
             part = _contribution(pm, name, owners)
-        except Exception as exc:
+        except guard.FAILURES as exc:  # SystemExit too: a hook's exit code would be the command's
             if name == BUILTIN or strict:
                 raise PluginError(f"plugin {name} {version}: {_error(exc)}") from exc
             failures.append(PluginFailure(name, version, _error(exc)))
@@ -390,7 +346,7 @@ def use_plugins(plugins: Iterable[object] = ()) -> Iterator[Registry]:
         name = getattr(plugin, "__name__", None) or type(plugin).__name__
         try:
             _register(pm, plugin, name)
-        except Exception as exc:
+        except guard.FAILURES as exc:
             raise PluginError(f"plugin {name}: {_error(exc)}") from exc
         loaded.append((name, str(getattr(plugin, "__version__", "?"))))
     reg = _build(pm, (), loaded, strict=True)

@@ -18,7 +18,7 @@ from typing import Sequence
 import anyio
 import httpx
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as Path
 
@@ -120,7 +120,10 @@ class Proxy:
         url = upstream_url(self.bases[route.api], route.api, raw_path, scope.get("query_string", b""))
         rewritten, content, headers = None, None, forwarded_headers(scope["headers"])
         if route.format is not None:
-            content = await request.body()
+            try:
+                content = await request.body()
+            except ClientDisconnect:  # gone before its body was in: nothing to relay
+                return
             rewritten = await anyio.to_thread.run_sync(
                 rewrite, route, content, request.headers.get("content-encoding"),
                 request.headers.get("x-claude-code-session-id"), self.sessions)
@@ -131,44 +134,66 @@ class Proxy:
                 headers.append((b"content-length", str(len(content)).encode()))
         elif "content-length" in request.headers or "transfer-encoding" in request.headers:
             content = request.stream()  # relayed as it comes (uploads)
-        started = time.perf_counter()
+        upload = content is not None and not isinstance(content, bytes)
+        await self._exchange(httpx.Request(request.method, url, headers=headers, content=content), upload, receive,
+                             send, route, rewritten)
+
+    async def _exchange(self, upstream_request: httpx.Request, upload: bool, receive, send, route: Route,
+                        rewritten: Rewritten | None) -> None:
+        """Send the request upstream and relay its answer; a client that goes away (noticed from
+        the moment its body is read: at once, or after an ``upload`` is relayed) cancels both."""
+        started, gone, upstream = time.perf_counter(), [], None
+        async with anyio.create_task_group() as group:
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.append(True)
+                group.cancel_scope.cancel()
+            if not upload:
+                group.start_soon(watch)
+            upstream = await self._send(upstream_request, send, route, rewritten)
+            if upstream is not None:
+                if upload:
+                    group.start_soon(watch)
+                await self._relay(upstream, send, route, rewritten, upstream_request.method, started)
+            group.cancel_scope.cancel()
+        if gone and upstream is None:
+            _log(upstream_request.method, route, rewritten, 0, {}, "client disconnected before the answer",
+                 time.perf_counter() - started)
+
+    async def _send(self, upstream_request: httpx.Request, send, route: Route, rewritten: Rewritten | None
+                    ) -> httpx.Response | None:
+        """The upstream's answer (its headers; the body still to come), or None when it failed
+        (the client then has its 502 or 504) or the client went away during its upload."""
         try:
-            upstream = await self.client.send(httpx.Request(request.method, url, headers=headers, content=content),
-                                              stream=True)
+            return await self.client.send(upstream_request, stream=True)
+        except ClientDisconnect:  # the client went away during its upload
+            return None
         except httpx.TimeoutException:
             await self._upstream_failed(send, route, rewritten, 504, "the upstream did not answer in time")
-            return
         except httpx.HTTPError as exc:
             await self._upstream_failed(send, route, rewritten, 502,
                                         f"the upstream is unreachable ({type(exc).__name__})")
-            return
-        await self._relay(upstream, receive, send, route, rewritten, request.method, started)
+        return None
 
-    async def _relay(self, upstream: httpx.Response, receive, send, route: Route, rewritten: Rewritten | None,
+    async def _relay(self, upstream: httpx.Response, send, route: Route, rewritten: Rewritten | None,
                      method: str, started: float) -> None:
-        """The upstream's answer, chunk by chunk, until it ends or the client goes away."""
+        """The upstream's answer, chunk by chunk as it comes, until it ends (or the exchange is
+        cancelled: the client went away)."""
         meter = UsageMeter(upstream.headers.get("content-type"), upstream.headers.get("content-encoding"))
         ended = "client disconnected"  # until the last chunk is sent
         try:
-            async with anyio.create_task_group() as group:
-                async def watch() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    group.cancel_scope.cancel()
-                group.start_soon(watch)
-                try:
-                    await send({"type": "http.response.start", "status": upstream.status_code,
-                                "headers": forwarded_headers(upstream.headers.raw)})
-                    async for chunk in upstream.aiter_raw():
-                        meter.feed(chunk)
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    ended = "complete"
-                except OSError:  # the client went away while a chunk was sent
-                    pass
-                except httpx.HTTPError as exc:
-                    ended = f"upstream broke off ({type(exc).__name__})"
-                group.cancel_scope.cancel()
+            await send({"type": "http.response.start", "status": upstream.status_code,
+                        "headers": forwarded_headers(upstream.headers.raw)})
+            async for chunk in upstream.aiter_raw():
+                meter.feed(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            ended = "complete"
+        except OSError:  # the client went away while a chunk was sent
+            pass
+        except httpx.HTTPError as exc:
+            ended = f"upstream broke off ({type(exc).__name__})"
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()

@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass
 
 from .. import jsontext
-from ..formats import count_breakpoints
+from ..integrations.sdk import breakpoints_outside
 from ..limits import max_input_bytes
 from ..testing import check_api_validity
 from .routes import Route
@@ -126,11 +126,11 @@ def _compacted(route: Route, body: dict, session_id: str | None, sessions: Sessi
                 items_changed=report.items_changed, boundary_moved=where.boundary_moved)
     if len(after) == len(given) and all(a is b for a, b in zip(after, given)):
         return Rewritten(**done, seconds=time.perf_counter() - start)
-    outside = count_breakpoints(body.get("system")) + count_breakpoints(body.get("tools")) \
-        + count_breakpoints({"cache_control": body.get("cache_control")})
     try:
-        check_api_validity(given, after, route.format, outside)
+        check_api_validity(given, after, route.format, breakpoints_outside(body))
     except AssertionError as exc:
-        raise FailOpen("invalid_result", f"check_api_validity rejected the compacted request: {exc}") from None
+        sent = {**done, "tokens_after": report.tokens_before, "items_changed": 0}  # the original goes
+        return Rewritten(**sent, seconds=time.perf_counter() - start, fail_open="invalid_result",
+                         message=f"check_api_validity rejected the compacted request: {exc}")
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return Rewritten(text.encode("utf-8", "backslashreplace"), **done, seconds=time.perf_counter() - start)

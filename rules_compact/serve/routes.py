@@ -74,7 +74,8 @@ def error_body(api: str, kind: str, message: str) -> bytes:
 
 #: Headers that belong to one connection (RFC 9110, 7.6.1), never forwarded; ``host`` is the upstream's.
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
-                        b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"host", b"proxy-connection"})
+                        b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"host", b"proxy-connection",
+                        b"expect"})  # Expect: 100-continue is answered by this server, not relayed
 
 
 def forwarded_headers(headers: list[tuple[bytes, bytes]], drop: frozenset = frozenset()) -> list[tuple[bytes, bytes]]:

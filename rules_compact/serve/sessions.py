@@ -53,7 +53,8 @@ class Conversation:
     """One conversation: its Compactor (in a RequestCompactor, which counts the breakpoints
     outside the messages), the messages of its previous round (so that the next round's equal
     messages are handed over as the same objects, which is what lets the Compactor reuse its
-    decisions), and what the latest compaction did."""
+    decisions; parsed from a request and never edited, so identity is all it checks), and what
+    the latest compaction did."""
 
     key: str
     compact_request: RequestCompactor
@@ -69,7 +70,9 @@ class Conversation:
 
     def reuse(self, messages: list) -> list:
         """``messages`` with its leading run equal to the previous round's replaced by those
-        very objects (a new list; the request's is untouched)."""
+        very objects (a new list; the request's is untouched).  Equal as Python compares
+        values: a message re-sent with ``1.0`` for ``1`` (or ``1`` for ``true``) keeps the
+        previous round's (a client that re-sends its history as it sent it never does that)."""
         previous, out = self.previous, list(messages)
         for i, (old, new) in enumerate(zip(previous, messages)):
             if old is new:
@@ -110,7 +113,7 @@ class Sessions:
             if found is None:
                 found = Conversation(key, None, now)  # type: ignore[arg-type]
                 found.compact_request = RequestCompactor(self.rules, on_compact=found.noted, integration="serve",
-                                                         name="rules-compact serve")
+                                                         name="rules-compact serve", verify=False)
                 self._by_key[key] = found
                 while len(self._by_key) > self.max_sessions:
                     self._by_key.popitem(last=False)

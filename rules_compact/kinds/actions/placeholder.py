@@ -64,7 +64,7 @@ def compile_placeholder(options, ctx, path) -> Action:
                 values = values or Variables(current, name, call_ids[index], estimate, link)
                 try:
                     values["summary"] = _summarize(spec, current, link)
-                except Exception as exc:  # a plugin's summarizer must never break compaction: the template then
+                except (Exception, SystemExit) as exc:  # a plugin's summarizer never breaks compaction: the template
                     failed = f"summarizer of {spec.pattern!r} ({spec.source}) failed: {type(exc).__name__}: {exc}"
                 else:
                     new = summary.render(values)
