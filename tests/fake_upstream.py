@@ -34,7 +34,13 @@ the first events (unstreamed: sends nothing) and then waits until the client goe
 which ``upstream.cancelled`` counts; ``cut=True`` streams the first events and then drops
 the connection.  ``gzip=True`` compresses the answer (with ``Content-Encoding: gzip``).
 
-:class:`Served` runs any ASGI app (the proxy too) the same way.
+:class:`Served` runs any ASGI app the same way; the proxy in front of the fake::
+
+    from rules_compact.serve import Proxy, ServeConfig
+
+    config = ServeConfig(anthropic_upstream=upstream.url, openai_upstream=upstream.url + "/v1")
+    with Served(Proxy(config).app()) as proxy:       # proxy.url: the agent's base URL
+        ...                                          # (OpenAI clients: proxy.url + "/v1")
 """
 
 from __future__ import annotations
