@@ -6,6 +6,8 @@
   ``RulesCompactCapability`` for pydantic-ai (``[pydantic-ai]``);
 * :mod:`rules_compact.integrations.openai_agents` -- ``input_filter``, a
   ``call_model_input_filter`` for the OpenAI Agents SDK (``[openai-agents]``);
+* :mod:`rules_compact.integrations.litellm` -- ``RulesCompactHook``, a pre-call hook of the
+  LiteLLM proxy (``[litellm]``);
 * :mod:`rules_compact.integrations.sdk` -- ``compact_request`` for plain ``anthropic`` /
   ``openai`` request arguments (no dependency).
 

@@ -104,7 +104,7 @@ class Session:
 class Compaction:
     """Where one compaction ran, given to an ``on_compact(report, compaction)`` callback."""
 
-    integration: str  # langchain, pydantic-ai, openai-agents, sdk, serve
+    integration: str  # langchain, pydantic-ai, openai-agents, litellm, sdk, serve
     name: str  # the middleware's, capability's or filter's name
     thread_id: str | None  # the conversation (LangGraph thread, pydantic-ai conversation, Agents trace group)
     run_id: str | None
