@@ -123,6 +123,45 @@ def test_an_inherited_catch_all_is_named_with_its_file(capsys, tmp_path):
                                                 "result first; move it before 'clear' or narrow that rule")]
 
 
+COVERED = [
+    ("  - {name: keep-old, match: {age: {unit: tool_results, gte: 5}}, action: keep}\n"
+     "  - {name: clear-old, match: {role: tool, age: {unit: tool_results, gte: 5}}, action: placeholder}\n",
+     "rule 'clear-old' is unreachable: 'keep-old' (line 4) takes every tool result this rule matches first; "
+     "move it before 'keep-old' or narrow that rule"),
+    ("  - {name: big, match: {size: {gt: 100}}, action: placeholder}\n"
+     "  - {name: huge, match: {size: {gt: 1000}}, action: truncate}\n",
+     "rule 'huge' is unreachable: 'big' (line 4) takes every tool result and assistant turn this rule matches "
+     "first; move it before 'big' or narrow that rule"),
+    ("  - {name: strip-old, match: {age: {unit: tool_results, gte: 5}}, action: strip-text}\n"
+     "  - {name: clear-old, match: {role: tool, age: {unit: tool_results, gte: 6}}, action: placeholder}\n",
+     "rule 'clear-old' is unreachable: 'strip-old' (line 4) takes every tool result this rule matches first, "
+     "and leaves them unchanged (strip-text changes only assistant turns); move it before 'strip-old' or "
+     "narrow that rule"),
+    ("  - {name: gets, match: {tool: 'get_*'}, action: placeholder}\n"
+     "  - {name: users, match: {tool: [get_user, get_order], size: {gt: 3}}, action: keep}\n",
+     "rule 'users' is unreachable: 'gets' (line 4) takes every tool result and assistant turn this rule matches "
+     "first; move it before 'gets' or narrow that rule"),
+]
+
+
+@pytest.mark.parametrize("rules,message", COVERED, ids=["keep-before-clear", "bounds", "strip-text", "glob"])
+def test_a_rule_an_earlier_rule_covers_is_unreachable(capsys, tmp_path, rules, message):
+    _, found, _ = lints_of(capsys, write(tmp_path, rules))
+    assert found == [(5, 5, "unreachable-rule", message)]
+
+
+@pytest.mark.parametrize("rules", [
+    "  - {name: huge, match: {size: {gt: 1000}}, action: placeholder}\n"
+    "  - {name: big, match: {size: {gt: 100}}, action: truncate}\n",
+    "  - {name: chars, match: {size: {gt: 100}}, action: placeholder}\n"
+    "  - {name: tokens, match: {size: {gt: 1000, unit: tokens}}, action: placeholder}\n",
+    "  - {name: reads, match: {tool: 'Read*'}, action: placeholder}\n"
+    "  - {name: others, match: {tool: ['Read', Grep]}, action: placeholder}\n",
+], ids=["wider-after", "other-unit", "partly-covered"])
+def test_a_rule_only_partly_covered_stays_reachable(capsys, tmp_path, rules):
+    assert lints_of(capsys, write(tmp_path, rules))[1] == []
+
+
 # --- unknown tools ------------------------------------------------------------------------------
 
 

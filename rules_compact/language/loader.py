@@ -18,7 +18,7 @@ from ..resources import bundled_rules, preset_names
 from .schema import extended_schema, rule_schema, schema_problems
 from .yamlsource import load_yaml
 
-__all__ = ["load_rules", "parse_rules", "check_rules", "read_source"]
+__all__ = ["load_rules", "parse_rules", "check_rules", "read_source", "raw_rules"]
 
 
 def load_rules(source: str | os.PathLike) -> RuleSet:
@@ -95,6 +95,12 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
     if problems:
         raise ConfigError(problems)
     return ruleset
+
+
+def raw_rules(text: str, file: str = "<string>") -> list[dict]:
+    """The rules of a valid rule file as written, after ``extends``, in the order they run
+    (what lints read beside the compiled rules)."""
+    return [raw for raw, _, _ in merge_layers(_chain(text, file, registry(), (), read_source))[1]]
 
 
 def _layer(text: str, file: str, reg) -> Layer:
