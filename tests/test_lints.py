@@ -62,6 +62,10 @@ CASES = [
      "  - {name: reads, match: {tool: \"Read[\"}, action: placeholder}\n",
      (4, 33, "tool: 'Read[': no ']' closes its '[', so it matches a literal '[' ('Read[[]' says so); "
              "close the set (e.g. 'Read[12]'), or drop the '['")),
+    ("glob-looks-like-regex",
+     "  - {name: gets, match: {tool: \"get_.*\"}, action: placeholder}\n",
+     (4, 32, "tool: 'get_.*' looks like a regex, but tool patterns are globs ('.', '|', '+' and '\\' are plain "
+             "characters there); write 'get_*'")),
     ("unreachable-rule",
      "  - {name: clear, match: {role: tool}, action: placeholder}\n"
      "  - {name: keep-small, match: {role: tool, size: {lt: 100}}, action: keep}\n",
@@ -186,6 +190,21 @@ def test_known_tools_file_unreadable(capsys, tmp_path):
     rc, out, err = run(capsys, "validate", path, "--known-tools", tmp_path / "nope.txt")
     assert (rc, out) == (2, "")
     assert err == f"rules-compact: error: {tmp_path / 'nope.txt'}: cannot read the known tools: No such file or directory\n"
+
+
+def test_alternatives_in_a_glob_are_named_as_a_list(capsys, tmp_path):
+    path = write(tmp_path, "  - {name: reads, match: {tool: 'Read|Grep'}, action: placeholder}\n")
+    _, found, _ = lints_of(capsys, path)
+    assert [(name, message.rsplit("; ", 1)[1]) for *_, name, message in found] == [
+        ("glob-looks-like-regex", "list the names instead: [Read, Grep]")]
+
+
+def test_known_tools_from_a_trace_or_a_folder(capsys, tmp_path):
+    path = write(tmp_path, "  - {name: a, match: {tool: [get_reservation_details, get_reservaton]}, action: placeholder}\n")
+    for known in (ROOT / "tests/data/traces/tau-bench/gpt-4o-airline.json", ROOT / "tests/data/traces/tau-bench"):
+        _, found, _ = lints_of(capsys, path, "--known-tools", known)
+        assert [m for *_, m in found] == ["tool: 'get_reservaton' is no known tool; did you mean "
+                                          "'get_reservation_details'?"]
 
 
 # --- bundled rules are clean; every lint is documented -------------------------------------------

@@ -86,7 +86,7 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
         raise InputError(f"parse_rules takes the rule file's {wrong[0]} as a str, got {type_name(wrong[1])}"
                          + ("; decode it, or pass its path to load_rules" if isinstance(text, bytes) else ""))
     reg = registry()
-    layers = _chain(text, file, reg, (), read or read_source)
+    layers = _chain(text, file, reg, read or read_source)
     child = layers[-1]
     data, entries = merge_layers(layers)
     settle_conflicts(child.ctx, data, reg.conflicts)
@@ -121,24 +121,29 @@ def _layer(text: str, file: str, reg) -> Layer:
     return Layer(data, registry_context(file, marks, reg))
 
 
-def _chain(text: str, file: str, reg, seen: tuple[str, ...], read: Reader) -> list[Layer]:
-    """The layers of an ``extends`` chain, the most basic first."""
-    layer = _layer(text, file, reg)
-    parent = layer.data.get("extends")
-    if parent is None:
-        return [layer]
-    base = Path(file).parent if file != "<string>" else Path.cwd()
-    source = parent if bundled_rules(parent) is not None or Path(parent).is_absolute() else str(base / parent)
-    key = source if bundled_rules(source) is not None else os.path.realpath(source)
-    if key in seen or key == (os.path.realpath(file) if file != "<string>" else file):
-        line, col = layer.ctx.locate("extends")
-        raise ConfigError([Problem(file, line, col, f"extends {parent!r} makes a cycle", "extends")])
-    try:
-        parent_text, parent_file = read(source)
-    except InputError as exc:
-        line, col = layer.ctx.locate("extends")
-        raise ConfigError([Problem(file, line, col, f"cannot extend {parent!r}: {exc}", "extends")]) from None
-    return _chain(parent_text, parent_file, reg, seen + (key,), read) + [layer]
+def _chain(text: str, file: str, reg, read: Reader) -> list[Layer]:
+    """The layers of an ``extends`` chain, the most basic first (walked in a loop: a chain may be
+    longer than Python's recursion limit)."""
+    layers: list[Layer] = []
+    seen: set[str] = set()
+    while True:
+        layer = _layer(text, file, reg)
+        layers.append(layer)
+        parent = layer.data.get("extends")
+        if parent is None:
+            return layers[::-1]
+        base = Path(file).parent if file != "<string>" else Path.cwd()
+        source = parent if bundled_rules(parent) is not None or Path(parent).is_absolute() else str(base / parent)
+        key = source if bundled_rules(source) is not None else os.path.realpath(source)
+        if key in seen or key == (os.path.realpath(file) if file != "<string>" else file):
+            line, col = layer.ctx.locate("extends")
+            raise ConfigError([Problem(file, line, col, f"extends {parent!r} makes a cycle", "extends")])
+        try:
+            text, file = read(source)
+        except InputError as exc:
+            line, col = layer.ctx.locate("extends")
+            raise ConfigError([Problem(file, line, col, f"cannot extend {parent!r}: {exc}", "extends")]) from None
+        seen.add(key)
 
 
 MERGED_KEY_BY_KEY = ("defaults", "budget", "tools")
