@@ -12,7 +12,7 @@ from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKi
 from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_estimator
 from ..limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
 from .model import Budget, PayBack, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
-from .regexes import RegexError, compile_regex
+from .regexes import RegexError, compile_regex, quoted
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .yamlsource import Marks, join_path, locate
 
@@ -64,7 +64,7 @@ class CompileContext:
         try:
             return compile_regex(pattern, ignore_case)
         except RegexError as exc:
-            self.problem(path, f"invalid regex {pattern!r}: {exc}")
+            self.problem(path, f"invalid regex {quoted(pattern)}: {exc}")
             return None
 
     def jmespath(self, expression: str, path: str):

@@ -118,6 +118,10 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
     text = "; ".join(p for p in parts if p) or str(exc)
     if "found character '\\t'" in text:
         text += " (YAML does not allow tabs for indentation)"
+    escape = re.search(r"found unknown escape character '(.)'", text)
+    if escape:
+        text += (f"; in double quotes a backslash starts a YAML escape: write a regex in single quotes, "
+                 f"where '\\{escape[1]}' stays as it is")
     return f"YAML error: {text}"
 
 
