@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 from ..errors import InputError
 from ..language.lints import lint_rules
 from ..language.loader import check_rules
 from ..plugins.manager import registry
-from .inputs import plugin_failures
+from ..formats import FORMATS
+from .inputs import CONVERSATION_SUFFIXES, expand_inputs, plugin_failures, read, unreadable
 from .output import INVALID_RULES, OK
 
 __all__ = ["register"]
@@ -14,26 +17,43 @@ __all__ = ["register"]
 
 def register(add) -> None:
     p = add("validate", help="check rule files against the schema, and warn about rules that cannot work as written")
-    p.add_argument("rules", nargs="+", metavar="RULES")
+    p.add_argument("rules", nargs="+", metavar="RULES", help="rule files, 'default' or 'preset:NAME'")
     p.add_argument("--fail-on-warning", action="store_true", help=f"exit {INVALID_RULES} on warnings too")
     p.add_argument("--known-tools", metavar="FILE",
-                   help="the tools that exist, one name (or glob) per line: warn about a tool the rules name "
-                        "that is none of them (with --strict: the tools plugins declare)")
+                   help="the tools that exist: a file with one name (or glob) per line, or a conversation "
+                        "(.json, .jsonl, .traj) or folder of them, whose tools count; warn about a tool the "
+                        "rules name that is none of them (with --strict: the tools plugins declare)")
     p.set_defaults(func=cmd_validate)
 
 
 def known_tools(args) -> list[str] | None:
     """The tool names the ``unknown-tool`` lint checks against, or None when it does not run."""
-    if args.known_tools:
+    given = args.known_tools
+    if given and (os.path.isdir(given) or given.endswith(CONVERSATION_SUFFIXES)):
+        return sorted(_tools_seen(given))
+    if given:
         try:
-            with open(args.known_tools, encoding="utf-8") as fh:
+            with open(given, encoding="utf-8") as fh:
                 return [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{args.known_tools}: cannot read the known tools: "
+            raise InputError(f"{given}: cannot read the known tools: "
                              f"{getattr(exc, 'strerror', None) or exc}") from None
     if args.strict:
         return [spec.pattern for spec in registry().tools]
     return None
+
+
+def _tools_seen(given: str) -> set[str]:
+    """The tools called or answered in the conversations of a file or folder."""
+    names: set[str] = set()
+    for path in expand_inputs([given]):
+        why = unreadable(path)
+        if why:
+            raise InputError(why)
+        for conv, fmt in read(path, None):
+            for item in FORMATS[fmt].items(conv.messages):
+                names.update(n for n in (item.call_names if item.kind == "assistant" else (item.tool_name,)) if n)
+    return names
 
 
 def cmd_validate(args) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from fnmatch import fnmatchcase
@@ -19,7 +20,7 @@ from ..plugins.manager import registry
 from .covering import covers
 from .loader import parse_rules, raw_rules, read_source
 from .model import GLOB_CHARS, Rule, RuleSet
-from .yamlsource import Marks, join_path, load_yaml, locate
+from .yamlsource import Marks, entries, join_path, load_yaml, locate
 
 __all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers"]
 
@@ -115,14 +116,7 @@ def action_never_applies(f: LintedFile) -> Iterator[Lint]:
 
 def matcher_entries(spec: Any, path: str) -> Iterator[tuple[str, str, Any]]:
     """``(path, key, value)`` of every mapping entry at any depth of a matcher spec, outer first."""
-    if isinstance(spec, list):
-        for i, sub in enumerate(spec):
-            yield from matcher_entries(sub, join_path(path, i))
-    elif isinstance(spec, dict):
-        for key, value in spec.items():
-            sub = join_path(path, key)
-            yield sub, key, value
-            yield from matcher_entries(value, sub)
+    return entries(spec, path)
 
 
 def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
@@ -187,6 +181,29 @@ def glob_unclosed_bracket(f: LintedFile) -> Iterator[Lint]:
             yield f.at(path, f"{where} {pattern!r}: no ']' closes its '[', so it matches a literal '[' "
                              f"({literal!r} says so); close the set (e.g. 'Read[12]'), or drop the '['",
                        "glob-unclosed-bracket")
+
+
+REGEX_SIGNS = re.compile(r"\.[*+?]|[|\\()+^$]|\{\d")  # what tool names never hold but regexes do
+
+
+def glob_looks_like_regex(f: LintedFile) -> Iterator[Lint]:
+    """``"get_.*"``, ``"Read|Grep"``: tool patterns are globs, where ``.`` and ``|`` are plain characters."""
+    for path, pattern, where in _tool_names(f):
+        if REGEX_SIGNS.search(pattern) and not (f.known_tools and pattern in f.known_tools):
+            yield f.at(path, f"{where} {pattern!r} looks like a regex, but tool patterns are globs ('.', '|', "
+                             f"'+' and '\\' are plain characters there); {_as_glob(pattern)}",
+                       "glob-looks-like-regex")
+
+
+def _as_glob(pattern: str) -> str:
+    """What to write instead: the glob, or a list for alternatives."""
+    def glob(part: str) -> str:
+        return re.sub(r"\.\*|\.\+", "*", part.strip("^$")).replace("\\", "")
+
+    parts = [glob(p) for p in pattern.strip("()").split("|")]
+    if len(parts) > 1:
+        return f"list the names instead: [{', '.join(parts)}]"
+    return f"write {parts[0]!r}"
 
 
 def unreachable_rule(f: LintedFile) -> Iterator[Lint]:
@@ -284,6 +301,7 @@ LINTS: dict[str, Callable[[LintedFile], Iterator[Lint]]] = {
     "action-never-applies": action_never_applies,
     "empty-range": empty_range,
     "glob-unclosed-bracket": glob_unclosed_bracket,
+    "glob-looks-like-regex": glob_looks_like_regex,
     "unreachable-rule": unreachable_rule,
     "unknown-tool": unknown_tool,
 }

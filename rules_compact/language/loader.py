@@ -16,7 +16,7 @@ from .model import RuleSet
 from ..plugins.manager import registry
 from ..resources import bundled_rules, preset_names
 from .schema import extended_schema, rule_schema, schema_problems
-from .yamlsource import load_yaml
+from .yamlsource import entries, load_yaml
 
 __all__ = ["load_rules", "parse_rules", "check_rules", "read_source", "raw_rules"]
 
@@ -86,7 +86,7 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
         raise InputError(f"parse_rules takes the rule file's {wrong[0]} as a str, got {type_name(wrong[1])}"
                          + ("; decode it, or pass its path to load_rules" if isinstance(text, bytes) else ""))
     reg = registry()
-    layers = _chain(text, file, reg, read or read_source)
+    layers = _chain(text, file, reg, (), read or read_source)
     child = layers[-1]
     data, entries = merge_layers(layers)
     settle_conflicts(child.ctx, data, reg.conflicts)
@@ -116,34 +116,51 @@ def _layer(text: str, file: str, reg) -> Layer:
     if not isinstance(data, dict):
         raise ConfigError([Problem(file, 1, 1, f"a rule file must be a mapping, got {kind_of(data)}")])
     problems = schema_problems(data, file, marks, key_marks, extended_schema(rule_schema(), reg))
+    ctx = registry_context(file, marks, reg)
     if problems:
-        raise ConfigError(problems)
-    return Layer(data, registry_context(file, marks, reg))
+        check_beside_schema(data, ctx)
+        raise ConfigError(problems + ctx.problems)
+    return Layer(data, ctx)
 
 
-def _chain(text: str, file: str, reg, read: Reader) -> list[Layer]:
-    """The layers of an ``extends`` chain, the most basic first (walked in a loop: a chain may be
-    longer than Python's recursion limit)."""
-    layers: list[Layer] = []
+def check_beside_schema(data: dict, ctx: CompileContext) -> None:
+    """What is checked before the schema errors are fixed, so that they all come in one run:
+    duplicate rule names and invalid regexes (the other checks need valid data)."""
+    rules = data.get("rules")
     seen: set[str] = set()
-    while True:
-        layer = _layer(text, file, reg)
-        layers.append(layer)
-        parent = layer.data.get("extends")
-        if parent is None:
-            return layers[::-1]
-        base = Path(file).parent if file != "<string>" else Path.cwd()
-        source = parent if bundled_rules(parent) is not None or Path(parent).is_absolute() else str(base / parent)
-        key = source if bundled_rules(source) is not None else os.path.realpath(source)
-        if key in seen or key == (os.path.realpath(file) if file != "<string>" else file):
-            line, col = layer.ctx.locate("extends")
-            raise ConfigError([Problem(file, line, col, f"extends {parent!r} makes a cycle", "extends")])
-        try:
-            text, file = read(source)
-        except InputError as exc:
-            line, col = layer.ctx.locate("extends")
-            raise ConfigError([Problem(file, line, col, f"cannot extend {parent!r}: {exc}", "extends")]) from None
-        seen.add(key)
+    for i, raw in enumerate(rules if isinstance(rules, list) else []):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name in seen:
+            ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
+        seen.add(name)
+    for path, key, value in entries(data, ""):
+        if key == "regex" and isinstance(value, str):
+            ctx.regex(value, path)
+        elif key == "keep_patterns" and isinstance(value, list):
+            for j, pattern in enumerate(value):
+                if isinstance(pattern, str):
+                    ctx.regex(pattern, f"{path}[{j}]")
+
+
+
+def _chain(text: str, file: str, reg, seen: tuple[str, ...], read: Reader) -> list[Layer]:
+    """The layers of an ``extends`` chain, the most basic first."""
+    layer = _layer(text, file, reg)
+    parent = layer.data.get("extends")
+    if parent is None:
+        return [layer]
+    base = Path(file).parent if file != "<string>" else Path.cwd()
+    source = parent if bundled_rules(parent) is not None or Path(parent).is_absolute() else str(base / parent)
+    key = source if bundled_rules(source) is not None else os.path.realpath(source)
+    if key in seen or key == (os.path.realpath(file) if file != "<string>" else file):
+        line, col = layer.ctx.locate("extends")
+        raise ConfigError([Problem(file, line, col, f"extends {parent!r} makes a cycle", "extends")])
+    try:
+        parent_text, parent_file = read(source)
+    except InputError as exc:
+        line, col = layer.ctx.locate("extends")
+        raise ConfigError([Problem(file, line, col, f"cannot extend {parent!r}: {exc}", "extends")]) from None
+    return _chain(parent_text, parent_file, reg, seen + (key,), read) + [layer]
 
 
 MERGED_KEY_BY_KEY = ("defaults", "budget", "tools")
