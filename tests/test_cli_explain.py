@@ -214,3 +214,23 @@ def test_apply_fail_over_budget(capsys, files, tmp_path):
     roomy = tmp_path / "roomy.yaml"
     roomy.write_text(rules.read_text().replace("over_budget_tokens: 10", "over_budget_tokens: 100000"))
     assert run(capsys, "apply", conv, "-r", roomy, "-o", out, "--fail-over-budget")[0] == 0
+
+
+# --- where errors -------------------------------------------------------------------------------
+
+
+def test_explain_warns_of_a_where_expression_that_fails_on_the_data(capsys, files, tmp_path):
+    conv, _ = files
+    rules = tmp_path / "where.yaml"
+    rules.write_text("version: 1\nname: w\nrules:\n"
+                     "  - {name: long, match: {role: tool, where: 'length(args.missing) > `1`'}, action: placeholder}\n",
+                     encoding="utf-8")
+    warning = "rule 'long': where 'length(args.missing) > `1`' failed on 4 items (JMESPath: In function length()"
+    rc, out, err = run(capsys, "explain", conv, "-r", rules)
+    assert rc == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("warning: ")] == [
+        next(line for line in out.splitlines() if line.startswith(f"warning: {warning}"))]
+    assert out.count("failed on") == 1 and "which count as no match" in out
+    rc, out, err = run(capsys, "explain", conv, "-r", rules, "--json")
+    assert rc == 0 and err.startswith(f"rules-compact: warning: {conv}: {warning}")
+    assert len(err.splitlines()) == 1

@@ -10,8 +10,9 @@ from ..engine import compact
 from ..engine.report import Decision, PassReport
 from ..errors import InputError
 from .apply import summary
+from ..kinds.matchers.where import where_failures
 from .inputs import add_rules_options, read, rulesets
-from .output import OK, table
+from .output import OK, table, warn
 
 __all__ = ["register", "explain_pass"]
 
@@ -93,6 +94,12 @@ def explain_pass(p: PassReport, shown=lambda d: True) -> tuple[list[str], bool]:
     return lines, any(_action(d).startswith("(") for d in decisions)
 
 
+def _where_warnings(failures) -> list[str]:
+    """One line per ``where`` expression that raised on some items (they count as no match)."""
+    return [f"rule {rule!r}: where {f.expression!r} failed on {len(f.items):,} item{'s' * (len(f.items) != 1)} "
+            f"(JMESPath: {f.first}), which count as no match" for of_set in failures for rule, f in of_set if f.items]
+
+
 def cmd_explain(args) -> int:
     sets = rulesets(args)
     if args.rule is not None:
@@ -102,13 +109,19 @@ def cmd_explain(args) -> int:
     shown = _shown(args)
     out: list[str] = []
     legend = False
+    failures = [where_failures(ruleset.rules) for ruleset in sets]
     for conv, fmt in read(args.input, args.format):
+        for _, failed in (f for of_set in failures for f in of_set):
+            failed.clear()
         result = compact(conv.messages, sets, format=fmt)
+        warnings = _where_warnings(failures)
         if args.json:
             for p in result.report.passes:
                 if p.ran:
                     sys.stdout.writelines(dump_json_line({"conversation": conv.name, "ruleset": p.ruleset,
                                                           **d.to_dict()}) for d in p.decisions if shown(d))
+            for w in warnings:
+                warn(f"{conv.name}: {w}")
             continue
         origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
         out += ([""] if out else []) + [
@@ -118,6 +131,7 @@ def cmd_explain(args) -> int:
             lines, unchanged = explain_pass(p, shown)
             out += [""] + lines
             legend = legend or unchanged
+        out += [f"warning: {w}" for w in warnings]
         out += ["", f"total: {summary(result.report)}"]
         if result.over_budget:
             out.append("over budget: yes")
