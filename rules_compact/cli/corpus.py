@@ -19,7 +19,7 @@ from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, requir
 from ..plot import plot_rounds, pyplot_for
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
 from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, unreadable
-from .output import CHANGED, OK, Progress, count, markdown, print_json_line, ratio, share, table, warn
+from .output import CHANGED, OK, Progress, count, markdown, print_json_line, ratio, share, table, warn, wrap
 
 __all__ = ["register"]
 
@@ -207,8 +207,8 @@ def cmd_replay(args) -> int:
                 cache = (f"cache expires after {_lifetime(price.lifetime)}: {mine[0].cold_rounds} rounds found it "
                          "expired" if replayed.timestamps else "no timestamps in this log: cache never expires")
             print(("\n" if len(rows) > len(mine) else "")
-                  + f"{name}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
-                  f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references")
+                  + wrap(f"{name}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
+                         f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references"))
             print(_replay_table(list(mine)))
     if not args.json and len(rows) > sets:
         print(f"\ntotal: {count(len(rows) // sets, 'conversation')}")
@@ -224,7 +224,8 @@ def cmd_diff(args) -> int:
     corpus = Corpus(args.inputs)
     rows: list[DiffRow] = _rows(args, task, corpus)
     if not args.json and corpus.files:
-        print("\n".join(_diff_text(args, rows)))
+        text = _diff_text(args, rows)
+        print("\n".join(text if args.format_out == "markdown" else map(wrap, text)))
     changed = any(row.changes for row in rows)
     return corpus.finish(CHANGED if args.exit_code and changed else OK)
 

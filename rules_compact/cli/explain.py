@@ -12,7 +12,8 @@ from ..errors import InputError
 from .apply import summary
 from ..kinds.matchers.where import where_failures
 from .inputs import add_rules_options, read, rulesets
-from .output import OK, table, warn
+from ..resources import shown_source
+from .output import OK, table, warn, wrap
 
 __all__ = ["register", "explain_pass"]
 
@@ -43,7 +44,7 @@ def _rule_label(d: Decision, p: PassReport) -> str:
     """The deciding rule, with the file it came from when ``extends`` brought it in."""
     if d.rule is None:
         return "-"
-    return d.rule if d.source == p.source else f"{d.rule} ({os.path.basename(d.source)})"
+    return d.rule if d.source == p.source else f"{d.rule} ({shown_source(d.source)})"
 
 
 def _action(d: Decision) -> str:
@@ -64,7 +65,7 @@ def _note(d: Decision) -> str:
 
 def explain_pass(p: PassReport, shown=lambda d: True) -> tuple[list[str], bool]:
     """The lines for one pass, and whether a row shows an action that changed nothing."""
-    lines = [f"pass: {p.ruleset} ({p.source}): {p.reason}"]
+    lines = [wrap(f"pass: {p.ruleset} ({shown_source(p.source)}): {p.reason}")]
     if not p.ran:
         return lines, False
     decisions = [d for d in p.decisions if shown(d)]
@@ -81,16 +82,16 @@ def explain_pass(p: PassReport, shown=lambda d: True) -> tuple[list[str], bool]:
     lines.append(table(rows, right) if decisions else "no item matches")
     if len(decisions) < len(p.decisions):
         lines.append(f"showing {len(decisions)} of {len(p.decisions)} items")
-    lines.append(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
-                 f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
-                 + (f"; minimum gate {p.gate}" if p.gate else ""))
+    lines.append(wrap(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
+                      f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
+                      + (f"; minimum gate {p.gate}" if p.gate else "")))
     for rule, saved in sorted(p.saved_by_rule().items(), key=lambda kv: -kv[1]):
         if saved:
             lines.append(f"  saved by {rule}: {saved:,}")
     if p.orphans:
-        lines.append("orphan results (no matching call): " + ", ".join(f"#{i}" for i in p.orphans))
+        lines.append(wrap("orphan results (no matching call): " + ", ".join(f"#{i}" for i in p.orphans)))
     if p.dangling:
-        lines.append("dangling calls (no result): " + ", ".join(p.dangling))
+        lines.append(wrap("dangling calls (no result): " + ", ".join(p.dangling)))
     return lines, any(_action(d).startswith("(") for d in decisions)
 
 
@@ -125,16 +126,16 @@ def cmd_explain(args) -> int:
             continue
         origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
         out += ([""] if out else []) + [
-            f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}"]
-        out += [f"note: {n}" for n in conv.notes]
+            wrap(f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}")]
+        out += [wrap(f"note: {n}") for n in conv.notes]
         for p in result.report.passes:
             lines, unchanged = explain_pass(p, shown)
             out += [""] + lines
             legend = legend or unchanged
-        out += [f"warning: {w}" for w in warnings]
-        out += ["", f"total: {summary(result.report)}"]
+        out += [wrap(f"warning: {w}") for w in warnings]
+        out += ["", wrap(f"total: {summary(result.report)}")]
         if result.over_budget:
             out.append("over budget: yes")
     if not args.json:
-        print("\n".join(out + (["", LEGEND] if legend else [])))
+        print("\n".join(out + (["", wrap(LEGEND)] if legend else [])))
     return OK

@@ -10,7 +10,7 @@ from ..language.loader import check_rules
 from ..plugins.manager import registry
 from ..formats import FORMATS
 from .inputs import CONVERSATION_SUFFIXES, expand_inputs, plugin_failures, read, unreadable
-from .output import INVALID_RULES, OK
+from .output import INVALID_RULES, OK, wrap
 
 __all__ = ["register"]
 
@@ -63,13 +63,13 @@ def cmd_validate(args) -> int:
     for path in args.rules:
         problems = check_rules(path)
         for problem in problems:
-            print(problem)
+            print(wrap(str(problem)))
         if problems:
             failed = True
             continue
         lints = lint_rules(path, known)
         for lint in lints:
-            print(lint)
+            print(wrap(str(lint)))
         warned = warned or bool(lints)
         print(f"{path}: ok" if not lints else f"{path}: valid, {len(lints)} warning{'s' * (len(lints) > 1)}")
     return INVALID_RULES if failed or (warned and args.fail_on_warning) else OK

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..kinds.base import ITEM_KINDS, RESULT, TURN, bounds
 from ..plugins.manager import registry
+from ..resources import bundled_name, shown_source
 from .covering import covers
 from .loader import parse_rules, raw_rules, read_source
 from .model import GLOB_CHARS, Rule, RuleSet
@@ -227,8 +228,11 @@ def _taken(f: LintedFile, blockers: Sequence[tuple[Rule, str]]) -> str:
     result this rule matches first, and leaves them unchanged (strip-text changes only assistant
     turns)``."""
     def where(rule: Rule) -> str:
-        return (f"line {rule.line}" if rule.source == f.ruleset.source
-                else f"{os.path.basename(rule.source)}:{rule.line}")
+        if rule.source == f.ruleset.source:
+            return f"line {rule.line}"
+        beside = os.path.relpath(rule.source, os.path.dirname(os.path.abspath(f.ruleset.source)))
+        bundled = bundled_name(rule.source)
+        return f"{bundled or (shown_source(rule.source) if beside.startswith('..') else beside)}:{rule.line}"
 
     def takes(rule: Rule, kinds: list[str]) -> str:
         every = all(dict(f.ruleset.chains[k]).get(rule) is True for k in kinds)
