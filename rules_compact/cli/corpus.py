@@ -18,12 +18,11 @@ from typing import Iterator
 from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds, pyplot_for
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
-from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, unreadable
+from .inputs import INPUTS_HELP, Corpus, add_format_option, add_rules_options, plugin_failures, unreadable
 from .output import CHANGED, OK, Progress, count, markdown, print_json_line, ratio, share, table, warn, wrap
 
 __all__ = ["register"]
 
-INPUTS_HELP = "conversation file, folder (its .json, .jsonl and .traj files) or glob; - for stdin"
 JSON_HELP = "one JSON object per conversation (JSON Lines; docs/json.md)"
 
 
