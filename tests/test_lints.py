@@ -279,6 +279,15 @@ def test_presets_lists_every_preset_with_its_source_and_parameters(capsys):
     assert "min_cleared_tokens: 20,001" in by_name["opencode-prune"]
 
 
+def test_preset_summaries_name_their_source_not_a_seed_number(capsys):
+    rc, out, _ = run(capsys, "presets", "--json")
+    sources = {row["preset"]: row["source"] for row in map(__import__("json").loads, out.splitlines())}
+    assert not [s for s in sources.values() if "seed" in s]
+    assert sources["preset:keep-recent-results"] == "Reproduces LingoJack/j micro_compact"
+    assert sources["preset:count-triggered-prune"] == "Reproduces jeffkit/recursive Microcompactor::prune"
+    assert sources["preset:read-time-spans"] == "Reproduces minorcell/neo-code PR #161's read-time micro compact"
+
+
 def test_a_preset_name_without_preset_prefix_says_how_to_name_it(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.json").write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
