@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Callable
+from typing import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .builder import with_parameters
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
 from ..errors import ConfigError, InputError, Problem, kind_of, type_name
 from ..limits import max_rules_bytes
@@ -21,12 +22,19 @@ from .yamlsource import entries, load_yaml
 __all__ = ["load_rules", "parse_rules", "check_rules", "read_source", "raw_rules"]
 
 
-def load_rules(source: str | os.PathLike) -> RuleSet:
+def load_rules(source: str | os.PathLike, *, keep: int | None = None,
+               exclude_tools: Sequence[str] | None = None) -> RuleSet:
     """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text.
 
-    Raises ConfigError (``.problems``) for an invalid rule file, InputError for one that cannot
-    be read (missing, a folder, no such preset) or a source that is no str or path."""
+    ``keep`` and ``exclude_tools``, as LangChain's ``ClearToolUsesEdit`` takes them: how many
+    recent items the rules keep (the rules' one window of recent items moved), and tools whose
+    results are never cleared (:mod:`rules_compact.language.builder`); the result is validated
+    like a file.  Raises ConfigError (``.problems``) for an invalid rule file or parameter,
+    InputError for one that cannot be read (missing, a folder, no such preset) or a source that
+    is no str or path."""
     text, file = read_source(source)
+    if keep is not None or exclude_tools is not None:
+        text, file = with_parameters(text, file, keep, exclude_tools)
     return parse_rules(text, file)
 
 
