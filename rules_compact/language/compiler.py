@@ -178,6 +178,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         estimator=as_estimator(estimator_name, ctx.estimators.get(estimator_name, ESTIMATORS[DEFAULT_ESTIMATOR])),
         placeholder=placeholder or Template.compile(DEFAULT_PLACEHOLDER, RESULT_VARIABLES),
         over_budget_tokens=defaults.get("over_budget_tokens"),
+        placeholder_allow_larger=defaults.get("placeholder_allow_larger", False),
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
         error_when=error_when, rules=tuple(rules),
         compacted_patterns=tuple(patterns), source=source, chains=_chains(rules),
