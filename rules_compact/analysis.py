@@ -38,7 +38,11 @@ def conversation_stats(name: str, messages: list, rulesets: Sequence[RuleSet], f
 
 @dataclass(frozen=True)
 class DecisionChange:
-    """An item whose deciding rule or action differs between two rule sets."""
+    """An item whose outcome differs between two rule sets.  ``old`` and ``new`` are each side's
+    ``rule: action`` as displayed; ``old_rule`` / ``old_action`` / ``old_changed`` and the
+    ``new_`` ones the same as fields (rule and action None where no rule decided the item;
+    ``changed``: its content changes); ``reason``: why a side leaves the item as it is, when it
+    says (``not triggered: 44,174 tokens ≤ 100,000``, ``after the step boundary: left as it is``)."""
 
     item: int
     message: int
@@ -46,13 +50,34 @@ class DecisionChange:
     tool: str | None
     old: str
     new: str
+    old_rule: str | None = None
+    old_action: str | None = None
+    new_rule: str | None = None
+    new_action: str | None = None
+    old_changed: bool = False
+    new_changed: bool = False
+    reason: str | None = None
 
 
-def _label(decision) -> str:
+def _label(decision, why: str | None) -> str:
     if decision is None or decision.rule is None:
-        return "unchanged (no rule)" if decision is None or not decision.note else f"unchanged ({decision.note})"
+        return f"unchanged ({why})" if why else "unchanged (no rule)"
     action = decision.action if decision.changed or decision.action == "keep" else f"{decision.action}, no change"
     return f"{decision.rule}: {action}"
+
+
+def _why(decision, not_run: str | None) -> str | None:
+    """Why a side leaves an item as it is: its pass did not run, or the decision's note."""
+    if decision is None:
+        return not_run
+    return None if decision.changed else decision.note
+
+
+def _fields(decision) -> tuple[str | None, str | None]:
+    """The rule that decided an item and its action, or None twice."""
+    if decision is None or decision.rule is None:
+        return None, None
+    return decision.rule, decision.action
 
 
 def _outcome(decision) -> tuple[bool, str | None]:
@@ -64,15 +89,20 @@ def _outcome(decision) -> tuple[bool, str | None]:
 def decision_changes(old: Report, new: Report) -> list[DecisionChange]:
     """Items whose outcome differs (kept vs changed, or another action), comparing the last
     pass of each report that ran."""
-    def last(report: Report) -> dict:
+    def last(report: Report) -> tuple[dict, str | None]:
         ran = [p for p in report.passes if p.ran]
-        return {d.item: d for d in ran[-1].decisions} if ran else {}
+        if ran:
+            return {d.item: d for d in ran[-1].decisions}, None
+        return {}, "; ".join(p.reason for p in report.passes) or None
 
-    before, after = last(old), last(new)
+    (before, old_why), (after, new_why) = last(old), last(new)
     changes = []
     for index in sorted(set(before) | set(after)):
         a, b = before.get(index), after.get(index)
         if _outcome(a) != _outcome(b):
             ref = a or b
-            changes.append(DecisionChange(index, ref.message, ref.role, ref.tool, _label(a), _label(b)))
+            why_a, why_b = _why(a, old_why), _why(b, new_why)
+            changes.append(DecisionChange(
+                index, ref.message, ref.role, ref.tool, _label(a, why_a), _label(b, why_b),
+                *_fields(a), *_fields(b), _outcome(a)[0], _outcome(b)[0], why_a or why_b))
     return changes

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["data_path", "bundled_rules", "bundled_name", "preset_names"]
+__all__ = ["data_path", "bundled_rules", "bundled_name", "shown_source", "preset_names"]
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -24,12 +26,31 @@ def bundled_rules(name: str) -> Path | None:
     return None
 
 
-def bundled_name(file: str) -> str | None:
-    """A bundled rule file's name (``default``, ``preset:NAME``); None for any other file."""
-    path, rules = Path(file).resolve(), data_path("rules").resolve()
-    if path == rules / "default.yaml":
+@lru_cache(maxsize=256)
+def bundled_name(path: str) -> str | None:
+    """``default`` or ``preset:NAME`` for the path of a bundled rule file; None for any other."""
+    folder = data_path("rules")
+    try:
+        resolved = Path(path).resolve()
+    except (OSError, ValueError):
+        return None
+    if resolved == (folder / "default.yaml").resolve():
         return "default"
-    return f"preset:{path.stem}" if path.parent == rules / "presets" and path.suffix == ".yaml" else None
+    if resolved.parent == (folder / "presets").resolve() and resolved.suffix == ".yaml":
+        return f"preset:{resolved.stem}"
+    return None
+
+
+def shown_source(path: str) -> str:
+    """A rule file as a person reads it: a bundled one as ``default`` / ``preset:NAME`` (never
+    its installed path), one under the working folder relative to it, any other as given."""
+    bundled = bundled_name(path)
+    if bundled is not None:
+        return bundled
+    if os.path.isabs(path):
+        relative = os.path.relpath(path)
+        return path if relative.startswith("..") else relative
+    return path
 
 
 def preset_names() -> list[str]:

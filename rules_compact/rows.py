@@ -139,6 +139,8 @@ class DiffRow:
     references: int
     kept_old: int
     kept_new: int
+    not_run_old: str | None = None  # why no pass of OLD_RULES ran ("not triggered: 4,028 tokens ≤ 100,000")
+    not_run_new: str | None = None
 
     @property
     def recall_old(self) -> float:
@@ -158,7 +160,12 @@ def diff_row(name: str, messages: list, fmt: str, old: RuleSet, new: RuleSet, pr
     after = compact(messages, [new], format=fmt).report
     a, b = replays(messages, fmt, [("old", [old]), ("new", [new])], price)
     return DiffRow(name, tuple(decision_changes(before, after)), before.tokens_after, after.tokens_after,
-                   a.cost, b.cost, sum(a.referenced), sum(a.kept), sum(b.kept))
+                   a.cost, b.cost, sum(a.referenced), sum(a.kept), sum(b.kept), _not_run(before), _not_run(after))
+
+
+def _not_run(report) -> str | None:
+    """Why no pass of a report ran, or None when one did."""
+    return None if any(p.ran for p in report.passes) else "; ".join(p.reason for p in report.passes) or None
 
 
 def diff_total(rows: Sequence[DiffRow]) -> DiffRow:
@@ -166,4 +173,13 @@ def diff_total(rows: Sequence[DiffRow]) -> DiffRow:
     return DiffRow(f"total ({len(rows)})", tuple(c for r in rows for c in r.changes),
                    sum(r.tokens_after_old for r in rows), sum(r.tokens_after_new for r in rows),
                    sum(r.cost_old for r in rows), sum(r.cost_new for r in rows), sum(r.references for r in rows),
-                   sum(r.kept_old for r in rows), sum(r.kept_new for r in rows))
+                   sum(r.kept_old for r in rows), sum(r.kept_new for r in rows),
+                   _never_run([r.not_run_old for r in rows], [r.tokens_after_old for r in rows]),
+                   _never_run([r.not_run_new for r in rows], [r.tokens_after_new for r in rows]))
+
+
+def _never_run(reasons: list, tokens: list[int]) -> str | None:
+    """When a side ran in no conversation: why not, in the largest one."""
+    if not reasons or any(r is None for r in reasons):
+        return None
+    return reasons[max(range(len(reasons)), key=tokens.__getitem__)]

@@ -187,13 +187,21 @@ def _first_difference(got: list, expected: list) -> str:
     return "messages differ"  # pragma: no cover
 
 
+def _with_defaults(rules: Any, defaults: Mapping | None) -> Any:
+    """A case's rule file with the golden file's ``rule_defaults`` under its own ``defaults``."""
+    if not defaults or not isinstance(rules, dict):
+        return rules
+    return {**rules, "defaults": {**defaults, **(rules.get("defaults") or {})}}
+
+
 def run_golden_case(case: str | os.PathLike | Mapping, plugins: Sequence[Any] = (), name: str | None = None
                     ) -> dict[str, Result]:
     """Run golden cases with ``plugins`` registered; return each case's Result by name.
 
     ``case`` is a YAML file, or its content as a dict, in the shape of rules-compact's own
     tests/golden/*.yaml: top-level ``format``, ``messages`` and ``rules`` are defaults for
-    each entry of ``cases``, and a case has ``name``, ``rules`` (one rule file as a mapping,
+    each entry of ``cases``, ``rule_defaults`` goes under every case's rule-file ``defaults``
+    (its own win), and a case has ``name``, ``rules`` (one rule file as a mapping,
     or a list of them for successive passes), ``messages``, ``expected`` (the output
     messages) and optionally ``format``, ``decisions`` (the rule that decided each item in
     the last pass, null for none), ``notes`` (each item's decision note in the last pass),
@@ -213,7 +221,7 @@ def run_golden_case(case: str | os.PathLike | Mapping, plugins: Sequence[Any] = 
         for c in cases:
             label = f"{file}::{c.get('name', '?')}"
             rules = c.get("rules", doc.get("rules"))
-            passes = rules if isinstance(rules, list) else [rules]
+            passes = [_with_defaults(r, doc.get("rule_defaults")) for r in (rules if isinstance(rules, list) else [rules])]
             try:
                 rulesets = [parse_rules(yaml.safe_dump(r, sort_keys=False, allow_unicode=True), label)
                             for r in passes]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,19 @@ settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=2000)
 settings.register_profile("long", parent=settings.get_profile("ci"), max_examples=34_000)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def wide_output():
+    """Commands print for a wide terminal, so that a test reads each line whole; the tests of the
+    layout (80 columns, COLUMNS) set COLUMNS themselves."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "10000"
+    yield
+    if before is None:
+        os.environ.pop("COLUMNS", None)
+    else:
+        os.environ["COLUMNS"] = before
 
 
 def property_settings(scale: float = 1.0) -> settings:

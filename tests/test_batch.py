@@ -43,7 +43,7 @@ FILES = [TRACES / p for p in (
 COMMANDS = {
     "stats": ["stats", *FILES],
     "replay": ["replay", *FILES, "--compare", "preset:keep-recent-results", "--cache-expiry"],
-    "diff": ["diff", "default", "preset:observation-masking", *FILES],
+    "diff": ["diff", "default", "preset:observation-masking", *FILES, "--all"],
 }
 
 EXTENDING = """\

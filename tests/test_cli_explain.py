@@ -214,3 +214,70 @@ def test_apply_fail_over_budget(capsys, files, tmp_path):
     roomy = tmp_path / "roomy.yaml"
     roomy.write_text(rules.read_text().replace("over_budget_tokens: 10", "over_budget_tokens: 100000"))
     assert run(capsys, "apply", conv, "-r", roomy, "-o", out, "--fail-over-budget")[0] == 0
+
+
+# --- where errors -------------------------------------------------------------------------------
+
+
+def test_explain_warns_of_a_where_expression_that_fails_on_the_data(capsys, files, tmp_path):
+    conv, _ = files
+    rules = tmp_path / "where.yaml"
+    rules.write_text("version: 1\nname: w\nrules:\n"
+                     "  - {name: long, match: {role: tool, where: 'length(args.missing) > `1`'}, action: placeholder}\n",
+                     encoding="utf-8")
+    warning = "rule 'long': where 'length(args.missing) > `1`' failed on 4 items (JMESPath: In function length()"
+    rc, out, err = run(capsys, "explain", conv, "-r", rules)
+    assert rc == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("warning: ")] == [
+        next(line for line in out.splitlines() if line.startswith(f"warning: {warning}"))]
+    assert out.count("failed on") == 1 and "which count as no match" in out
+    rc, out, err = run(capsys, "explain", conv, "-r", rules, "--json")
+    assert rc == 0 and err.startswith(f"rules-compact: warning: {conv}: {warning}")
+    assert len(err.splitlines()) == 1
+
+
+# --- several inputs, the text the model gets, a rule that decided nothing, help -----------------
+
+
+def test_explain_takes_files_folders_and_globs(capsys, files, tmp_path):
+    conv, rules = files
+    other = tmp_path / "more" / "conv2.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(conversation(2)), encoding="utf-8")
+    for inputs in ([conv, other], [tmp_path], [str(tmp_path / "**" / "*.json")]):
+        rc, out, err = run(capsys, "explain", *inputs, "-r", rules, "--json")
+        assert rc == 0 and err == ""
+        assert sorted({json.loads(line)["conversation"] for line in out.splitlines()}) == sorted([str(conv), str(other)])
+    rc, out, err = run(capsys, "explain", conv, tmp_path / "gone.json", "-r", rules)
+    assert rc == 2 and f"{conv}: 13 messages" in out and "gone.json" in err
+
+
+def test_explain_show_text_prints_what_the_model_gets(capsys, files):
+    conv, rules = files
+    rc, out, _ = run(capsys, "explain", conv, "-r", rules, "--changed", "--show-text")
+    assert rc == 0
+    text = out.split("text the model gets:\n", 1)[1]
+    made = [d for d in decisions(conv, rules) if d.changed]
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings == [f"#{d.item} (message {d.message}, {'tool read' if d.role == 'tool' else 'assistant turn'}):"
+                        for d in made]
+    assert "    [Previous: used read]" in text.splitlines()
+    assert "text the model gets" not in run(capsys, "explain", conv, "-r", rules, "--changed")[1]
+
+
+def test_explain_a_rule_that_decided_nothing_says_so(capsys, files, tmp_path):
+    conv, _ = files
+    rules = tmp_path / "r.yaml"
+    rules.write_text(USER_TURNS.replace("lt: 1", "lt: 100"), encoding="utf-8")  # keep-last-turn takes all
+    rc, out, _ = run(capsys, "explain", conv, "-r", rules, "--rule", "clear")
+    assert rc == 0 and "rule clear decided nothing" in out and "no item matches" not in out
+
+
+def test_every_positional_argument_has_help():
+    from rules_compact.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command" or a.__class__.__name__ == "_SubParsersAction")
+    missing = [f"{name} {action.metavar or action.dest}" for name, sub in commands.choices.items()
+               for action in sub._actions if not action.option_strings and not action.help]
+    assert missing == []

@@ -176,7 +176,9 @@ def test_diff_json_rows(capsys, convs, rule_files):
     changes = decision_changes(a, b)
     assert row["conversation"] == str(convs[0][0]) and row["decisions_changed"] == len(changes) > 0
     assert row["changes"] == [{"item": c.item, "message": c.message, "role": c.role, "tool": c.tool, "old": c.old,
-                               "new": c.new} for c in changes]
+                               "new": c.new, "old_rule": c.old_rule, "old_action": c.old_action,
+                               "new_rule": c.new_rule, "new_action": c.new_action, "old_changed": c.old_changed,
+                               "new_changed": c.new_changed, "reason": c.reason} for c in changes]
     assert (row["tokens_after_old"], row["tokens_after_new"]) == (a.tokens_after, b.tokens_after)
     costs = [replay(messages, [load_rules(str(f))], "openai", PRICES["anthropic"]) for f in rule_files]
     assert (row["cost_old"], row["cost_new"]) == (costs[0].cost, costs[1].cost)

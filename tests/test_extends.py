@@ -81,7 +81,7 @@ def test_extends_a_bundled_preset_and_explain_names_the_file(tmp_path, capsys):
     assert rules.rules[0].source.endswith("default.yaml")
     assert main(["explain", "examples/coding-session.json", "-r", str(child)]) == 0
     out = capsys.readouterr().out
-    assert "cache-breakpoint-at-step (default.yaml)" in out
+    assert "cache-breakpoint-at-step (default)" in out
     assert "keep-bash " in out and "keep-bash (" not in out
 
 

@@ -153,7 +153,7 @@ version: 1
 name: strip-all
 rules:
   - {name: keep-newest, match: {age: {unit: tool_results, lt: 1}}, action: keep}
-  - {name: clear, match: {role: tool, is_error: true}, action: placeholder}
+  - {name: clear, match: {role: tool, is_error: true}, action: {placeholder: {allow_larger: true}}}
   - name: strip
     match: {role: assistant}
     action: {strip-text: {marker: "[removed]", drop_other_blocks: true, tool_turns_only: false}}

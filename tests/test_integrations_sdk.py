@@ -289,6 +289,8 @@ def test_documented_example_sends_a_valid_compacted_request(block, fake_api, mon
     monkeypatch.chdir(ROOT)
     namespace: dict = {}
     exec(compile(block, "example", "exec"), namespace)
+    quoted = [line.removeprefix("# prints: ") for line in block.splitlines() if line.startswith("# prints: ")]
+    assert capsys.readouterr().out.splitlines() == quoted  # the example prints what it quotes
     assert len(fake_api) == 1
     path, body = fake_api[0]
     messages = namespace["messages"]
@@ -307,7 +309,9 @@ def test_documented_example_sends_a_valid_compacted_request(block, fake_api, mon
 
 
 def test_the_documented_examples_are_found():
-    assert {p.id.split("#")[0] for p in sdk_examples()} >= {"docs/integrations.md"}
+    assert {p.id.split("#")[0] for p in sdk_examples()} == {"docs/integrations.md", "README.md"}
+    assert all(any("# prints: " in p.values[0] for p in sdk_examples() if p.id.startswith(doc))
+               for doc in ("docs/integrations.md", "README.md"))
     assert len([p for p in sdk_examples() if p.id.startswith("docs/")]) == 2
 
 

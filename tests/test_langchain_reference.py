@@ -180,3 +180,31 @@ def test_results_away_from_their_call_generated_shape():
 def test_estimator_on_list_content(content):
     msgs = [{"role": "user", "content": content}]
     assert engine_tokens(msgs) == lce.count_tokens(msgs)
+
+
+# ---------------------------------------------------------------------------
+# load_rules("preset:...", keep=..., exclude_tools=...), as ClearToolUsesEdit(keep=..., exclude_tools=...)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keep,exclude", [(5, ()), (1, ("bash",)), (0, ())])
+def test_preset_with_parameters_equals_the_edit_with_them(keep, exclude):
+    msgs = OPENAI_TRACES["django-13964x3"]()
+    rules = load_rules("preset:langchain-clear-tool-uses", keep=keep, **({"exclude_tools": list(exclude)} if exclude else {}))
+    out = check_invariants(msgs, rules, "openai").messages
+    assert out == lce.clear_tool_uses(msgs, ClearToolUsesEdit(keep=keep, exclude_tools=exclude))
+    assert out != same_as_langchain(msgs)  # the parameters changed something
+
+
+def test_preset_parameters_are_validated_like_a_file():
+    from rules_compact import ConfigError
+
+    for bad, message in ((dict(keep=-1), "keep must be a whole number, 0 or more, got -1"),
+                         (dict(exclude_tools="bash"), "exclude_tools must be a non-empty list of tool names or "
+                                                      "globs, got 'bash'")):
+        with pytest.raises(ConfigError) as err:
+            load_rules("preset:langchain-clear-tool-uses", **bad)
+        assert str(err.value).startswith(f"preset:langchain-clear-tool-uses ({', '.join(f'{k}={v!r}' for k, v in bad.items())})")
+        assert str(err.value).endswith(message)
+    with pytest.raises(ConfigError, match="'default' has several"):
+        load_rules("default", keep=3)

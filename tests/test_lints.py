@@ -68,6 +68,10 @@ CASES = [
      "  - {name: reads, match: {tool: \"Read[\"}, action: placeholder}\n",
      (4, 33, "tool: 'Read[': no ']' closes its '[', so it matches a literal '[' ('Read[[]' says so); "
              "close the set (e.g. 'Read[12]'), or drop the '['")),
+    ("glob-looks-like-regex",
+     "  - {name: gets, match: {tool: \"get_.*\"}, action: placeholder}\n",
+     (4, 32, "tool: 'get_.*' looks like a regex, but tool patterns are globs ('.', '|', '+' and '\\' are plain "
+             "characters there); write 'get_*'")),
     ("unreachable-rule",
      "  - {name: clear, match: {role: tool}, action: placeholder}\n"
      "  - {name: keep-small, match: {role: tool, size: {lt: 100}}, action: keep}\n",
@@ -130,6 +134,45 @@ def test_an_inherited_catch_all_is_named_with_its_file(capsys, tmp_path):
                                                 "result first; move it before 'clear' or narrow that rule")]
 
 
+COVERED = [
+    ("  - {name: keep-old, match: {age: {unit: tool_results, gte: 5}}, action: keep}\n"
+     "  - {name: clear-old, match: {role: tool, age: {unit: tool_results, gte: 5}}, action: placeholder}\n",
+     "rule 'clear-old' is unreachable: 'keep-old' (line 4) takes every tool result this rule matches first; "
+     "move it before 'keep-old' or narrow that rule"),
+    ("  - {name: big, match: {size: {gt: 100}}, action: placeholder}\n"
+     "  - {name: huge, match: {size: {gt: 1000}}, action: truncate}\n",
+     "rule 'huge' is unreachable: 'big' (line 4) takes every tool result and assistant turn this rule matches "
+     "first; move it before 'big' or narrow that rule"),
+    ("  - {name: strip-old, match: {age: {unit: tool_results, gte: 5}}, action: strip-text}\n"
+     "  - {name: clear-old, match: {role: tool, age: {unit: tool_results, gte: 6}}, action: placeholder}\n",
+     "rule 'clear-old' is unreachable: 'strip-old' (line 4) takes every tool result this rule matches first, "
+     "and leaves them unchanged (strip-text changes only assistant turns); move it before 'strip-old' or "
+     "narrow that rule"),
+    ("  - {name: gets, match: {tool: 'get_*'}, action: placeholder}\n"
+     "  - {name: users, match: {tool: [get_user, get_order], size: {gt: 3}}, action: keep}\n",
+     "rule 'users' is unreachable: 'gets' (line 4) takes every tool result and assistant turn this rule matches "
+     "first; move it before 'gets' or narrow that rule"),
+]
+
+
+@pytest.mark.parametrize("rules,message", COVERED, ids=["keep-before-clear", "bounds", "strip-text", "glob"])
+def test_a_rule_an_earlier_rule_covers_is_unreachable(capsys, tmp_path, rules, message):
+    _, found, _ = lints_of(capsys, write(tmp_path, rules))
+    assert found == [(5, 5, "unreachable-rule", message)]
+
+
+@pytest.mark.parametrize("rules", [
+    "  - {name: huge, match: {size: {gt: 1000}}, action: placeholder}\n"
+    "  - {name: big, match: {size: {gt: 100}}, action: truncate}\n",
+    "  - {name: chars, match: {size: {gt: 100}}, action: placeholder}\n"
+    "  - {name: tokens, match: {size: {gt: 1000, unit: tokens}}, action: placeholder}\n",
+    "  - {name: reads, match: {tool: 'Read*'}, action: placeholder}\n"
+    "  - {name: others, match: {tool: ['Read', Grep]}, action: placeholder}\n",
+], ids=["wider-after", "other-unit", "partly-covered"])
+def test_a_rule_only_partly_covered_stays_reachable(capsys, tmp_path, rules):
+    assert lints_of(capsys, write(tmp_path, rules))[1] == []
+
+
 # --- unknown tools ------------------------------------------------------------------------------
 
 
@@ -155,6 +198,21 @@ def test_known_tools_file_unreadable(capsys, tmp_path):
     rc, out, err = run(capsys, "validate", path, "--known-tools", tmp_path / "nope.txt")
     assert (rc, out) == (2, "")
     assert err == f"rules-compact: error: {tmp_path / 'nope.txt'}: cannot read the known tools: No such file or directory\n"
+
+
+def test_alternatives_in_a_glob_are_named_as_a_list(capsys, tmp_path):
+    path = write(tmp_path, "  - {name: reads, match: {tool: 'Read|Grep'}, action: placeholder}\n")
+    _, found, _ = lints_of(capsys, path)
+    assert [(name, message.rsplit("; ", 1)[1]) for *_, name, message in found] == [
+        ("glob-looks-like-regex", "list the names instead: [Read, Grep]")]
+
+
+def test_known_tools_from_a_trace_or_a_folder(capsys, tmp_path):
+    path = write(tmp_path, "  - {name: a, match: {tool: [get_reservation_details, get_reservaton]}, action: placeholder}\n")
+    for known in (ROOT / "tests/data/traces/tau-bench/gpt-4o-airline.json", ROOT / "tests/data/traces/tau-bench"):
+        _, found, _ = lints_of(capsys, path, "--known-tools", known)
+        assert [m for *_, m in found] == ["tool: 'get_reservaton' is no known tool; did you mean "
+                                          "'get_reservation_details'?"]
 
 
 # --- bundled rules are clean; every lint is documented -------------------------------------------
@@ -227,6 +285,15 @@ def test_presets_lists_every_preset_with_its_source_and_parameters(capsys):
     assert by_name["anthropic-clear-tool-uses"].splitlines()[1] == (
         "    4 rules; trigger: tokens > 100,000; age tool_calls ≥ 3; estimator: utf16_4")
     assert "min_cleared_tokens: 20,001" in by_name["opencode-prune"]
+
+
+def test_preset_summaries_name_their_source_not_a_seed_number(capsys):
+    rc, out, _ = run(capsys, "presets", "--json")
+    sources = {row["preset"]: row["source"] for row in map(__import__("json").loads, out.splitlines())}
+    assert not [s for s in sources.values() if "seed" in s]
+    assert sources["preset:keep-recent-results"] == "Reproduces LingoJack/j micro_compact"
+    assert sources["preset:count-triggered-prune"] == "Reproduces jeffkit/recursive Microcompactor::prune"
+    assert sources["preset:read-time-spans"] == "Reproduces minorcell/neo-code PR #161's read-time micro compact"
 
 
 def test_a_preset_name_without_preset_prefix_says_how_to_name_it(capsys, tmp_path, monkeypatch):

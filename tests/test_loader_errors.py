@@ -286,6 +286,14 @@ CASES = [
         R("  - name: a", "    match: {text: {}}", "    action: keep"),
         ["rules.yaml:5:19: expected at least one key here (at rules[0].match.text)"],
         id="text-without-tests"),
+    pytest.param(
+        R("  - name: a", "    match: {role: user}", "    action: keep",
+          "  - name: a", "    match: {text: {regex: '(\\d+'}}", "    action: keep"),
+        ["rules.yaml:5:19: 'user' is not allowed; expected one of: tool, assistant (at rules[0].match.role)",
+         "rules.yaml:7:11: duplicate rule name 'a' (at rules[1].name)",
+         "rules.yaml:8:27: invalid regex '(\\d+': missing ), unterminated subpattern at position 0 "
+         "(at rules[1].match.text.regex)"],
+        id="schema-error-with-duplicate-name-and-bad-regex"),
     # --- regexes, JMESPath, templates, estimator --------------------------------------------------
     pytest.param(
         R("  - name: a", '    match: {text: {regex: "foo("}}', "    action: keep"),

@@ -353,6 +353,43 @@ def test_diff_same_rules_changes_nothing(capsys, convs, rule_files):
     assert out.splitlines()[-1].endswith(f"(1.000x); recall {recall:.3f} -> {recall:.3f}")
 
 
+def test_diff_shows_only_conversations_that_change_unless_all(capsys, convs, rule_files, tmp_path):
+    keep3 = rule_files[1]
+    keep2 = tmp_path / "keep2.yaml"
+    keep2.write_text(KEEP3.replace("lt: 3", "lt: 2"), encoding="utf-8")
+    paths = [str(p) for p, _ in convs]
+    _, out, _ = run(capsys, "diff", keep3, keep3, *paths)
+    assert not any(line in (f"{p}:" for p in paths) for line in out.splitlines())
+    assert "2 conversations where no decision changes not shown (--all shows them)" in out
+    _, out, _ = run(capsys, "diff", keep3, keep3, *paths, "--all")
+    assert [line for line in out.splitlines() if line.endswith(".json:")] == [f"{p}:" for p in paths]
+    assert "not shown" not in out
+    _, out, _ = run(capsys, "diff", keep3, keep2, paths[0])  # the third newest result alone changes
+    assert "\n1 decision changes; tokens after" in out and out.splitlines()[-1].startswith(
+        "total: 1 decision changes in 1 conversation;")
+
+
+def test_diff_says_why_a_rule_set_decided_nothing(capsys, convs, rule_files, tmp_path):
+    late = tmp_path / "late.yaml"
+    late.write_text(KEEP3.replace("rules:", "trigger: {tokens_over: 100000}\nrules:"), encoding="utf-8")
+    path, messages = convs[0]
+    tokens = compact(messages, load_rules(str(late))).report.tokens_before
+    why = f"not triggered: {tokens:,} tokens ≤ 100,000"
+    _, out, _ = run(capsys, "diff", rule_files[1], late, path)
+    assert "unchanged (no rule)" not in out and f"new: unchanged ({why})" not in out
+    assert f"clear: placeholder  unchanged ({why})" in out
+    assert f"new rules {why}" in out
+    assert out.splitlines()[-1] == f"{late} decided nothing in any conversation, {why} in the largest"
+    _, out, _ = run(capsys, "diff", rule_files[1], late, path, "--json")
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert (row["not_run_old"], row["not_run_new"]) == (None, why)
+    change = row["changes"][0]
+    assert {k: change[k] for k in ("old_rule", "old_action", "old_changed", "new_rule", "new_action",
+                                   "new_changed", "reason")} == {
+        "old_rule": "clear", "old_action": "placeholder", "old_changed": True,
+        "new_rule": None, "new_action": None, "new_changed": False, "reason": why}
+
+
 def test_diff_default_against_a_preset_names_rules_and_actions(capsys, convs):
     path, messages = convs[0]
     rc, out, _ = run(capsys, "diff", "default", "preset:observation-masking", path)

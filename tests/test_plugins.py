@@ -366,9 +366,13 @@ def test_env_selects_plugins(installed, monkeypatch, capsys):
     monkeypatch.setenv(ENV_PLUGINS, "beta,gamma")
     assert loaded() == ["beta"]
     assert registry().failures == (
-        PluginFailure("gamma", "?", f"named in {ENV_PLUGINS} but no installed plugin has that name"),)
+        PluginFailure("gamma", "", f"unknown plugin, named in {ENV_PLUGINS}; installed: alpha, beta"),)
     rc, _, err = run(capsys, "--strict", "tools")
-    assert rc == 2 and "plugin gamma ?: named in RULES_COMPACT_PLUGINS" in err
+    assert rc == 2 and "plugin gamma: unknown plugin, named in RULES_COMPACT_PLUGINS; installed: alpha, beta" in err
+    monkeypatch.setenv(ENV_PLUGINS, "alpah")  # misspelt: named as unknown, the nearest name offered
+    assert loaded() == []
+    assert str(registry().failures[0]) == (f"plugin alpah: unknown plugin, named in {ENV_PLUGINS}; installed: "
+                                           "alpha, beta; did you mean 'alpha'?")
 
 
 # --- tool metadata: precedence and conflicts -----------------------------------------------------
@@ -960,8 +964,8 @@ def test_e2e_env_var_disables_the_plugin(site, tmp_path):
     assert proc.returncode == 0 and "example" in proc.stdout
     proc = cli(site, "--strict", "tools", env={ENV_PLUGINS: "other"})
     assert proc.returncode == 2
-    assert proc.stderr == (f"{PROG}: error: plugin other ?: named in {ENV_PLUGINS} but no installed plugin "
-                           "has that name (--strict)\n")
+    assert proc.stderr == (f"{PROG}: error: plugin other: unknown plugin, named in {ENV_PLUGINS}; installed: "
+                           "example (--strict)\n")
 
 
 def test_e2e_the_example_packages_own_tests_pass(site):

@@ -23,13 +23,18 @@ def run(command: str) -> str:
     from rules_compact.cli import main
 
     out = io.StringIO()
-    cwd = os.getcwd()
+    cwd, width = os.getcwd(), os.environ.get("COLUMNS")
     os.chdir(ROOT)
+    os.environ["COLUMNS"] = "80"  # the page shows what an 80-column terminal shows
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             main(shlex.split(command))
     finally:
         os.chdir(cwd)
+        if width is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = width
     return out.getvalue()
 
 

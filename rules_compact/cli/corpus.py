@@ -18,12 +18,11 @@ from typing import Iterator
 from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds, pyplot_for
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
-from .inputs import Corpus, add_format_option, add_rules_options, plugin_failures, refuse_overwriting, unreadable
-from .output import CHANGED, OK, Progress, count, markdown, one_line, print_json_line, ratio, share, table, warn
+from .inputs import INPUTS_HELP, Corpus, add_format_option, add_rules_options, plugin_failures, refuse_overwriting, unreadable
+from .output import CHANGED, OK, Progress, count, markdown, one_line, print_json_line, ratio, share, table, warn, wrap
 
 __all__ = ["register"]
 
-INPUTS_HELP = "conversation file, folder (its .json, .jsonl and .traj files) or glob; - for stdin"
 JSON_HELP = "one JSON object per conversation (JSON Lines; docs/json.md)"
 
 
@@ -56,13 +55,16 @@ def register(add) -> None:
     p.set_defaults(func=cmd_replay)
 
     p = add("diff", help="items whose decision changes between two rule sets, and the cost impact")
-    p.add_argument("old", metavar="OLD_RULES")
-    p.add_argument("new", metavar="NEW_RULES")
+    p.add_argument("old", metavar="OLD_RULES", help="the rules before the change: a rule file, 'default' or "
+                                                    "'preset:NAME'")
+    p.add_argument("new", metavar="NEW_RULES", help="the rules after it")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_format_option(p)
     p.add_argument("--output-format", dest="format_out", choices=["text", "markdown"], default="text",
                    help="text (default) or markdown, for a pull-request comment")
     p.add_argument("--price", default="anthropic", metavar="PRICE", help="as for replay")
+    p.add_argument("--all", action="store_true", dest="show_all",
+                   help="show every conversation, not only those where some decision changes")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--exit-code", action="store_true",
                    help=f"exit {CHANGED} when any decision changes (for CI; 2 still means an input failed)")
@@ -213,8 +215,8 @@ def cmd_replay(args) -> int:
                 cache = (f"cache expires after {_lifetime(price.lifetime)}: {mine[0].cold_rounds} rounds found it "
                          "expired" if replayed.timestamps else "no timestamps in this log: cache never expires")
             print(("\n" if len(rows) > len(mine) else "")
-                  + f"{one_line(name)}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
-                  f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references")
+                  + wrap(f"{one_line(name)}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
+                         f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references"))
             print(_replay_table(list(mine)))
     if not args.json and len(rows) > sets:
         print(f"\ntotal: {count(len(rows) // sets, 'conversation')}")
@@ -232,7 +234,8 @@ def cmd_diff(args) -> int:
     corpus = Corpus(args.inputs)
     rows: list[DiffRow] = _rows(args, task, corpus)
     if not args.json and corpus.files:
-        print("\n".join(_diff_text(args, rows)))
+        text = _diff_text(args, rows)
+        print("\n".join(text if args.format_out == "markdown" else map(wrap, text)))
     changed = any(row.changes for row in rows)
     return corpus.finish(CHANGED if args.exit_code and changed else OK)
 
@@ -243,18 +246,32 @@ def _diff_summary(row: DiffRow) -> str:
             f"{row.recall_new:.3f}")
 
 
+def _changes(n: int) -> str:
+    """``1 decision changes``, ``3 decisions change``."""
+    return f"{count(n, 'decision')} change{'s' if n == 1 else ''}"
+
+
 def _diff_text(args, rows: list[DiffRow]) -> list[str]:
     md = args.format_out == "markdown"
     out = [f"## rules-compact diff: `{args.old}` → `{args.new}`" if md else f"diff {args.old} -> {args.new}"]
-    for row in rows:
+    shown = [row for row in rows if row.changes or args.show_all]
+    for row in shown:
         name = one_line(row.conversation)
         out += ["", f"### {name}" if md else f"{name}:",
-                f"{len(row.changes):,} decisions change; {_diff_summary(row)}"]
+                f"{_changes(len(row.changes))}; {_diff_summary(row)}"]
+        out += [f"{label} {why}" for label, why in (("old rules", row.not_run_old), ("new rules", row.not_run_new))
+                if why]
         if row.changes:
             cells = [("item", "msg", "role", "tool", "old", "new")] + [
                 (str(c.item), str(c.message), c.role, c.tool or "-", c.old, c.new) for c in row.changes]
             out += ["", markdown(cells) if md else table(cells, right={0, 1})]
+    if len(shown) < len(rows):
+        out += ["", f"{count(len(rows) - len(shown), 'conversation')} where no decision changes not shown "
+                    "(--all shows them)"]
     total = diff_total(rows)
-    out += ["", f"{'**Total**' if md else 'total'}: {len(total.changes):,} decisions change in "
+    out += ["", f"{'**Total**' if md else 'total'}: {_changes(len(total.changes))} in "
                 f"{count(len(rows), 'conversation')}; {_diff_summary(total)}"]
+    for rules, why in ((args.old, total.not_run_old), (args.new, total.not_run_new)):
+        if why:
+            out.append(f"{rules} decided nothing in any conversation, {why} in the largest")
     return out

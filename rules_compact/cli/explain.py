@@ -9,9 +9,12 @@ from ..documents import dump_json_line
 from ..engine import compact
 from ..engine.report import Decision, PassReport
 from ..errors import InputError
+from ..formats import FORMATS
 from .apply import summary
-from .inputs import add_rules_options, read, rulesets
-from .output import OK, table
+from ..kinds.matchers.where import where_failures
+from .inputs import INPUTS_HELP, Corpus, add_rules_options, read, rulesets, unreadable
+from ..resources import shown_source
+from .output import OK, table, warn, wrap
 
 __all__ = ["register", "explain_pass"]
 
@@ -20,11 +23,13 @@ LEGEND = "(action): the rule matched, but its action changed nothing (the note s
 
 def register(add) -> None:
     p = add("explain", help="show which rule decided each item")
-    p.add_argument("input", metavar="INPUT")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_rules_options(p)
     p.add_argument("--changed", action="store_true", help="only the items whose content changes")
     p.add_argument("--rule", metavar="NAME", help="only the items this rule decided")
     p.add_argument("--role", choices=["tool", "assistant"], help="only tool results, or only assistant turns")
+    p.add_argument("--show-text", action="store_true",
+                   help="after each table, the text the model gets for each changed item shown")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per item (JSON Lines): the report's fields, with conversation and ruleset")
     p.set_defaults(func=cmd_explain)
@@ -42,7 +47,7 @@ def _rule_label(d: Decision, p: PassReport) -> str:
     """The deciding rule, with the file it came from when ``extends`` brought it in."""
     if d.rule is None:
         return "-"
-    return d.rule if d.source == p.source else f"{d.rule} ({os.path.basename(d.source)})"
+    return d.rule if d.source == p.source else f"{d.rule} ({shown_source(d.source)})"
 
 
 def _action(d: Decision) -> str:
@@ -61,9 +66,10 @@ def _note(d: Decision) -> str:
     return "; ".join(parts)
 
 
-def explain_pass(p: PassReport, shown=lambda d: True) -> tuple[list[str], bool]:
-    """The lines for one pass, and whether a row shows an action that changed nothing."""
-    lines = [f"pass: {p.ruleset} ({p.source}): {p.reason}"]
+def explain_pass(p: PassReport, shown=lambda d: True, empty: str = "no item matches") -> tuple[list[str], bool]:
+    """The lines for one pass, and whether a row shows an action that changed nothing;
+    ``empty``: what to say when no row is shown."""
+    lines = [wrap(f"pass: {p.ruleset} ({shown_source(p.source)}): {p.reason}")]
     if not p.ran:
         return lines, False
     decisions = [d for d in p.decisions if shown(d)]
@@ -77,50 +83,104 @@ def explain_pass(p: PassReport, shown=lambda d: True) -> tuple[list[str], bool]:
         for d in decisions]
     first_age = header.index(ages[0])
     right = {0, 1, 4, *range(first_age, first_age + len(ages)), len(header) - 2}
-    lines.append(table(rows, right) if decisions else "no item matches")
+    lines.append(table(rows, right) if decisions else empty)
     if len(decisions) < len(p.decisions):
         lines.append(f"showing {len(decisions)} of {len(p.decisions)} items")
-    lines.append(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
-                 f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
-                 + (f"; minimum gate {p.gate}" if p.gate else ""))
+    lines.append(wrap(f"changed {p.changed} of {len(p.decisions)} items; estimated tokens {p.tokens_before:,} -> "
+                      f"{p.tokens_after:,} (saved {p.tokens_before - p.tokens_after:,})"
+                      + (f"; minimum gate {p.gate}" if p.gate else "")))
     for rule, saved in sorted(p.saved_by_rule().items(), key=lambda kv: -kv[1]):
         if saved:
             lines.append(f"  saved by {rule}: {saved:,}")
     if p.orphans:
-        lines.append("orphan results (no matching call): " + ", ".join(f"#{i}" for i in p.orphans))
+        lines.append(wrap("orphan results (no matching call): " + ", ".join(f"#{i}" for i in p.orphans)))
     if p.dangling:
-        lines.append("dangling calls (no result): " + ", ".join(p.dangling))
+        lines.append(wrap("dangling calls (no result): " + ", ".join(p.dangling)))
     return lines, any(_action(d).startswith("(") for d in decisions)
 
 
-def cmd_explain(args) -> int:
-    sets = rulesets(args)
+def _texts(result, fmt: str, decisions: list[Decision]) -> list[str]:
+    """What the model gets for each changed item of ``decisions``: ``#3 (message 7, tool Read):``
+    and the item's text after compaction, indented."""
+    items = FORMATS[result.report.format].items(result.messages)
+    lines = []
+    for d in decisions:
+        if d.changed and d.item < len(items):
+            what = f"tool {d.tool}" if d.role == "tool" else "assistant turn"
+            text = items[d.item].text
+            lines += [f"#{d.item} (message {d.message}, {what}):"]
+            lines += [wrap(f"    {line}", "    ") for line in text.splitlines()] or ["    (empty)"]
+    return ["", "text the model gets:", *lines] if lines else []
+
+
+def _where_warnings(failures) -> list[str]:
+    """One line per ``where`` expression that raised on some items (they count as no match)."""
+    return [f"rule {rule!r}: where {f.expression!r} failed on {len(f.items):,} item{'s' * (len(f.items) != 1)} "
+            f"(JMESPath: {f.first}), which count as no match" for of_set in failures for rule, f in of_set if f.items]
+
+
+def _check_rule(args, sets) -> None:
     if args.rule is not None:
         names = list(dict.fromkeys(rule.name for ruleset in sets for rule in ruleset.rules))
         if args.rule not in names:
             raise InputError(f"--rule {args.rule!r}: no rule of that name; the rules: {', '.join(names)}")
+
+
+def cmd_explain(args) -> int:
+    sets = rulesets(args)
+    _check_rule(args, sets)
     shown = _shown(args)
+    failures = [where_failures(ruleset.rules) for ruleset in sets]
+    corpus = Corpus(args.inputs)
     out: list[str] = []
     legend = False
-    for conv, fmt in read(args.input, args.format):
-        result = compact(conv.messages, sets, format=fmt, breakpoints_outside=conv.breakpoints_outside)
-        if args.json:
-            for p in result.report.passes:
-                if p.ran:
-                    sys.stdout.writelines(dump_json_line({"conversation": conv.name, "ruleset": p.ruleset,
-                                                          **d.to_dict()}) for d in p.decisions if shown(d))
+    for path in corpus.paths:
+        why = unreadable(path)
+        try:
+            if why:
+                raise InputError(why)
+            conversations = read(path, args.format)
+        except InputError as exc:
+            corpus.fail(path, str(exc))
             continue
-        origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
-        out += ([""] if out else []) + [
-            f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}"]
-        out += [f"note: {n}" for n in conv.notes]
-        for p in result.report.passes:
-            lines, unchanged = explain_pass(p, shown)
-            out += [""] + lines
+        corpus.files += 1
+        for conv, fmt in conversations:
+            lines, unchanged = _explain_conversation(args, sets, failures, shown, conv, fmt)
+            out += ([""] if out and lines else []) + lines
             legend = legend or unchanged
-        out += ["", f"total: {summary(result.report)}"]
-        if result.over_budget:
-            out.append("over budget: yes")
-    if not args.json:
-        print("\n".join(out + (["", LEGEND] if legend else [])))
-    return OK
+    if not args.json and out:
+        print("\n".join(out + (["", wrap(LEGEND)] if legend else [])))
+    return corpus.finish()
+
+
+def _explain_conversation(args, sets, failures, shown, conv, fmt) -> tuple[list[str], bool]:
+    """The lines explaining one conversation (none with ``--json``, whose rows are printed),
+    and whether a row shows an action that changed nothing."""
+    for _, failed in (f for of_set in failures for f in of_set):
+        failed.clear()
+    result = compact(conv.messages, sets, format=fmt, breakpoints_outside=conv.breakpoints_outside)
+    warnings = _where_warnings(failures)
+    if args.json:
+        for p in result.report.passes:
+            if p.ran:
+                sys.stdout.writelines(dump_json_line({"conversation": conv.name, "ruleset": p.ruleset,
+                                                      **d.to_dict()}) for d in p.decisions if shown(d))
+        for w in warnings:
+            warn(f"{conv.name}: {w}")
+        return [], False
+    origin = f" (read from the {conv.source_format} log)" if conv.source_format != "messages" else ""
+    out = [wrap(f"{conv.name}: {len(conv.messages)} messages, format {result.report.format}{origin}")]
+    out += [wrap(f"note: {n}") for n in conv.notes]
+    legend = False
+    for p in result.report.passes:
+        decided = args.rule is None or any(d.rule == args.rule for d in p.decisions)
+        lines, unchanged = explain_pass(p, shown, "no item matches" if decided else f"rule {args.rule} decided nothing")
+        out += [""] + lines
+        if args.show_text and p is result.report.passes[-1]:
+            out += _texts(result, fmt, [d for d in p.decisions if shown(d)])
+        legend = legend or unchanged
+    out += [wrap(f"warning: {w}") for w in warnings]
+    out += ["", wrap(f"total: {summary(result.report)}")]
+    if result.over_budget:
+        out.append("over budget: yes")
+    return out, legend

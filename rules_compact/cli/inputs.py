@@ -20,10 +20,12 @@ from .output import BAD_INPUT, OK, PROG, warn
 
 __all__ = ["add_rules_options", "add_format_option", "plugin_failures", "rulesets", "read",
            "refuse_overwriting", "special_file",
-           "CONVERSATION_SUFFIXES", "expand_inputs", "unreadable", "Corpus"]
+           "CONVERSATION_SUFFIXES", "INPUTS_HELP", "expand_inputs", "unreadable", "Corpus"]
 
 #: The files a folder given as a corpus input contributes (hidden files and folders are left out).
 CONVERSATION_SUFFIXES = (".json", ".jsonl", ".traj")
+
+INPUTS_HELP = "conversation file, folder (its .json, .jsonl and .traj files) or glob; - for stdin"
 
 
 def add_format_option(p) -> None:

@@ -8,7 +8,7 @@ from ..language.lints import bounded_matchers, reads_tool_metadata
 from ..language.loader import load_rules, read_source
 from ..language.yamlsource import load_yaml
 from ..resources import preset_names
-from .output import OK, count, print_json_line
+from .output import OK, count, print_json_line, wrap
 
 __all__ = ["register", "preset_summary"]
 
@@ -74,7 +74,8 @@ def cmd_presets(args) -> int:
         return OK
     lines = []
     for s in summaries:
-        lines += [f"{s['preset']}: {s['source']}",
-                  f"    {count(s['rules'], 'rule')}; " + "; ".join(s["parameters"] or ["no parameters"]), ""]
+        lines += [wrap(f"{s['preset']}: {s['source']}"),
+                  wrap(f"    {count(s['rules'], 'rule')}; " + "; ".join(s["parameters"] or ["no parameters"]), "      "),
+                  ""]
     print("\n".join(lines[:-1]))
     return OK

@@ -20,7 +20,7 @@ def register(add) -> None:
     p.set_defaults(func=cmd_tools)
 
     p = add("audit", help="the tools seen in a conversation, largest undeclared first")
-    p.add_argument("input", metavar="INPUT")
+    p.add_argument("input", metavar="INPUT", help="a conversation file; - for stdin")
     add_rules_options(p)
     p.add_argument("--json", action="store_true", help="one JSON object per tool (JSON Lines; docs/json.md)")
     p.set_defaults(func=cmd_audit)

@@ -12,7 +12,7 @@ from ..incremental import Compactor
 from ..engine import Result, resolve_rules
 from ..formats import Format
 from ..language.model import RuleSet
-from ..engine.report import Report
+from ..engine.report import NO_BOUNDARY, Report
 from .tracing import Compaction, Session, attributes, otel_span
 
 __all__ = ["OnCompact", "Rules", "resolve_rules", "describe", "log_report", "Hook", "Translated", "MODEL_NOTE"]
@@ -25,20 +25,33 @@ Rules = Union[RuleSet, str, "os.PathLike[str]", Sequence[Union[RuleSet, str, "os
 
 
 def describe(report: Report) -> str:
-    """One line: what was cleared, by which rule, and the estimated tokens before and after."""
+    """One line: what was cleared, by which rule, and the estimated tokens before and after;
+    when nothing was, why each pass cleared nothing (``default: no step boundary yet: nothing
+    decided``)."""
     changed = [(d.tool or d.role, d.rule, d.action, d.saved)
                for p in report.passes for d in p.decisions if d.changed]
     before, after = report.tokens_before, report.tokens_after
     head = f"rules-compact: {len(changed)} item{'s' if len(changed) != 1 else ''} changed, " \
            f"{before:,} -> {after:,} estimated tokens"
     if not changed:
-        return head
+        return f"{head} ({'; '.join(f'{p.ruleset}: {_why_nothing(p)}' for p in report.passes)})" \
+            if report.passes else head
     by_rule: dict[tuple[str | None, str], list[str]] = {}
     for what, rule, action, _ in changed:
         by_rule.setdefault((rule, action), []).append(what)
     parts = [f"{rule} ({action}): {', '.join(sorted(set(whats)))} x{len(whats)}"
              for (rule, action), whats in by_rule.items()]
     return head + "; " + "; ".join(parts)
+
+
+def _why_nothing(p) -> str:
+    """Why a pass changed nothing: it did not run (``not triggered: …``), it has no step
+    boundary yet, or no rule changed an item."""
+    if not p.ran:
+        return p.reason
+    if p.boundary == 0:
+        return NO_BOUNDARY
+    return "no rule changed an item"
 
 
 def log_report(report: Report, where: Compaction | None = None) -> None:

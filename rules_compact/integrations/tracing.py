@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..engine.report import Report
+from ..resources import bundled_name
 
 __all__ = ["Compaction", "Session", "SPAN_NAME", "attributes", "otel_span", "tokens_text"]
 
@@ -126,7 +127,7 @@ def attributes(report: Report, where: Compaction) -> dict[str, Any]:
         "rules_compact.name": where.name,
         "rules_compact.format": report.format,
         "rules_compact.rule_sets": [p.ruleset for p in report.passes],
-        "rules_compact.rule_files": [p.source for p in report.passes],
+        "rules_compact.rule_files": [bundled_name(p.source) or p.source for p in report.passes],
         "rules_compact.tokens_before": report.tokens_before,
         "rules_compact.tokens_after": report.tokens_after,
         "rules_compact.items_changed": report.items_changed,

@@ -13,7 +13,7 @@ from ..kinds.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, Estimator, as_esti
 from ..limits import MAX_JMESPATH_CHARS, MAX_JMESPATH_DEPTH
 from ..resources import bundled_name
 from .model import Budget, PayBack, Rule, RuleSet, Step, ToolSpec, ToolTable, Trigger
-from .regexes import RegexError, compile_regex
+from .regexes import RegexError, compile_regex, quoted
 from .templates import RESULT_VARIABLES, Template, TemplateError
 from .yamlsource import Marks, join_path, locate
 
@@ -66,7 +66,7 @@ class CompileContext:
         try:
             return compile_regex(pattern, ignore_case)
         except RegexError as exc:
-            self.problem(path, f"invalid regex {pattern!r}: {exc}")
+            self.problem(path, f"invalid regex {quoted(pattern)}: {exc}")
             return None
 
     def jmespath(self, expression: str, path: str):
@@ -183,6 +183,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         estimator=as_estimator(estimator_name, ctx.estimators.get(estimator_name, ESTIMATORS[DEFAULT_ESTIMATOR])),
         placeholder=placeholder or Template.compile(DEFAULT_PLACEHOLDER, RESULT_VARIABLES),
         over_budget_tokens=defaults.get("over_budget_tokens"),
+        placeholder_allow_larger=defaults.get("placeholder_allow_larger", False),
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
         error_when=error_when, rules=tuple(rules),
         compacted_patterns=tuple(patterns), source=source, chains=_chains(rules),

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterator, Sequence
 
 from ..kinds.base import ITEM_KINDS, RESULT, TURN, bounds
-from .loader import parse_rules, read_source
+from ..plugins.manager import registry
+from ..resources import bundled_name, shown_source
+from .covering import covers
+from .loader import parse_rules, raw_rules, read_source
 from .model import GLOB_CHARS, Rule, RuleSet
 from ..plugins.manager import registry
-from .yamlsource import Marks, join_path, load_yaml, locate
+from .yamlsource import Marks, entries, join_path, load_yaml, locate
 
 __all__ = ["Lint", "LINTS", "lint_rules", "bounded_matchers", "reads_tool_metadata"]
 
@@ -50,6 +54,7 @@ class LintedFile:
     marks: Marks
     ruleset: RuleSet
     known_tools: frozenset[str] | None
+    matches: tuple[Any, ...] = ()  # each rule's match spec as written, in the ruleset's order
 
     def at(self, path: str, message: str, name: str) -> Lint:
         line, col = locate(self.marks, path)
@@ -57,7 +62,7 @@ class LintedFile:
 
     @cached_property
     def reach(self) -> dict[Rule, tuple[tuple[str, ...], tuple[tuple[Rule, str], ...]]]:
-        return reachable(self.ruleset)
+        return reachable(self.ruleset, self.matches)
 
     def own_rules(self) -> Iterator[tuple[str, dict, Rule]]:
         """``(path, raw rule, compiled rule)`` for each rule this file itself defines."""
@@ -113,14 +118,7 @@ def action_never_applies(f: LintedFile) -> Iterator[Lint]:
 
 def matcher_entries(spec: Any, path: str) -> Iterator[tuple[str, str, Any]]:
     """``(path, key, value)`` of every mapping entry at any depth of a matcher spec, outer first."""
-    if isinstance(spec, list):
-        for i, sub in enumerate(spec):
-            yield from matcher_entries(sub, join_path(path, i))
-    elif isinstance(spec, dict):
-        for key, value in spec.items():
-            sub = join_path(path, key)
-            yield sub, key, value
-            yield from matcher_entries(value, sub)
+    return entries(spec, path)
 
 
 def bounded_matchers(spec: Any, path: str) -> Iterator[tuple[str, str, dict]]:
@@ -198,6 +196,29 @@ def glob_unclosed_bracket(f: LintedFile) -> Iterator[Lint]:
                        "glob-unclosed-bracket")
 
 
+REGEX_SIGNS = re.compile(r"\.[*+?]|[|\\()+^$]|\{\d")  # what tool names never hold but regexes do
+
+
+def glob_looks_like_regex(f: LintedFile) -> Iterator[Lint]:
+    """``"get_.*"``, ``"Read|Grep"``: tool patterns are globs, where ``.`` and ``|`` are plain characters."""
+    for path, pattern, where in _tool_names(f):
+        if REGEX_SIGNS.search(pattern) and not (f.known_tools and pattern in f.known_tools):
+            yield f.at(path, f"{where} {pattern!r} looks like a regex, but tool patterns are globs ('.', '|', "
+                             f"'+' and '\\' are plain characters there); {_as_glob(pattern)}",
+                       "glob-looks-like-regex")
+
+
+def _as_glob(pattern: str) -> str:
+    """What to write instead: the glob, or a list for alternatives."""
+    def glob(part: str) -> str:
+        return re.sub(r"\.\*|\.\+", "*", part.strip("^$")).replace("\\", "")
+
+    parts = [glob(p) for p in pattern.strip("()").split("|")]
+    if len(parts) > 1:
+        return f"list the names instead: [{', '.join(parts)}]"
+    return f"write {parts[0]!r}"
+
+
 def unreachable_rule(f: LintedFile) -> Iterator[Lint]:
     """A rule no item reaches: it matches no kind of item, or earlier rules take every item it
     could match (a catch-all; error results only go to rules that match ``is_error: true``)."""
@@ -215,31 +236,57 @@ def unreachable_rule(f: LintedFile) -> Iterator[Lint]:
 
 
 def _taken(f: LintedFile, blockers: Sequence[tuple[Rule, str]]) -> str:
-    """``'everything' (line 15) takes every tool result first``."""
+    """``'everything' (line 15) takes every tool result first``; ``'old' (line 4) takes every tool
+    result this rule matches first, and leaves them unchanged (strip-text changes only assistant
+    turns)``."""
     def where(rule: Rule) -> str:
-        return (f"line {rule.line}" if rule.source == f.ruleset.source
-                else f"{os.path.basename(rule.source)}:{rule.line}")
+        if rule.source == f.ruleset.source:
+            return f"line {rule.line}"
+        beside = os.path.relpath(rule.source, os.path.dirname(os.path.abspath(f.ruleset.source)))
+        bundled = bundled_name(rule.source)
+        return f"{bundled or (shown_source(rule.source) if beside.startswith('..') else beside)}:{rule.line}"
 
-    return " and ".join(f"{b.name!r} ({where(b)}) takes every {KIND_NAMES[k][:-1]} first" for b, k in blockers)
+    def takes(rule: Rule, kinds: list[str]) -> str:
+        every = all(dict(f.ruleset.chains[k]).get(rule) is True for k in kinds)
+        what = " and ".join(KIND_NAMES[k][:-1] for k in kinds)
+        text = f"{rule.name!r} ({where(rule)}) takes every {what}{'' if every else ' this rule matches'} first"
+        if rule.keeps or set(_changed(rule)) & set(kinds):
+            return text
+        return f"{text}, and leaves them unchanged ({rule.action_names} changes only {_what(_changed(rule))})"
+
+    by_rule: dict[Rule, list[str]] = {}
+    for rule, kind in blockers:
+        by_rule.setdefault(rule, []).append(kind)
+    return " and ".join(takes(rule, kinds) for rule, kinds in by_rule.items())
 
 
-def reachable(ruleset: RuleSet) -> dict[Rule, tuple[tuple[str, ...], tuple[tuple[Rule, str], ...]]]:
+def _changed(rule: Rule) -> tuple[str, ...]:
+    """The item kinds some action of ``rule`` changes."""
+    return tuple(k for k in ITEM_KINDS if any(a.kind is None or k in a.kind.items for a in rule.actions))
+
+
+def reachable(ruleset: RuleSet, matches: Sequence[Any] = ()) -> dict[Rule, tuple[tuple[str, ...], tuple[tuple[Rule, str], ...]]]:
     """Per rule: the item kinds some item of which it can decide, and ``(rule, kind)`` for the
-    earlier catch-alls (a matcher that holds for every item of a kind) that take the others."""
-    catch_all: dict[tuple[str, bool], Rule] = {}  # (item kind, error results?) -> the first rule taking all
+    earlier rule that takes, of each other kind, every item it could match: one whose matcher
+    holds for every such item, or whose match ``matches`` (the specs as written) covers its
+    own.  Error results go only to rules that match ``is_error: true``."""
+    spec = dict(zip(ruleset.rules, matches))
+    schemas = {name: kind.schema for name, kind in registry().matchers.items()}
     out: dict[Rule, tuple[list[str], list[tuple[Rule, str]]]] = {}
     for kind in ITEM_KINDS:
+        earlier: list[tuple[Rule, Any]] = []
         for rule, matcher in ruleset.chains[kind]:
             kinds, blockers = out.setdefault(rule, ([], []))
-            takes = [False, True] if kind == RESULT and rule.matches_errors else [False]
-            open_for = [e for e in takes if (kind, e) not in catch_all]
-            if open_for:
+            blocker = next((first for first, first_matcher in earlier
+                            if (first.matches_errors or not rule.matches_errors or kind != RESULT)
+                            and (first_matcher is True or (first in spec and rule in spec
+                                                          and covers(spec[first], spec[rule], kind, schemas)))),
+                           None)
+            if blocker is None:
                 kinds.append(kind)
-            elif (catch_all[(kind, takes[0])], kind) not in blockers:
-                blockers.append((catch_all[(kind, takes[0])], kind))
-            if matcher is True:
-                for e in open_for:
-                    catch_all[(kind, e)] = rule
+            elif (blocker, kind) not in blockers:
+                blockers.append((blocker, kind))
+            earlier.append((rule, matcher))
     return {rule: (tuple(k), tuple(b)) for rule, (k, b) in out.items()}
 
 
@@ -293,6 +340,7 @@ LINTS: dict[str, Callable[[LintedFile], Iterator[Lint]]] = {
     "action-never-applies": action_never_applies,
     "empty-range": empty_range,
     "glob-unclosed-bracket": glob_unclosed_bracket,
+    "glob-looks-like-regex": glob_looks_like_regex,
     "unreachable-rule": unreachable_rule,
     "unknown-tool": unknown_tool,
     "unread-tool-metadata": unread_tool_metadata,
@@ -306,5 +354,6 @@ def lint_rules(source: str | os.PathLike, known_tools: Sequence[str] | None = No
     text, file = read_source(source)
     ruleset = parse_rules(text, file)
     data, marks, _, _ = load_yaml(text, file)
-    linted = LintedFile(file, data, marks, ruleset, None if known_tools is None else frozenset(known_tools))
+    linted = LintedFile(file, data, marks, ruleset, None if known_tools is None else frozenset(known_tools),
+                        tuple(raw["match"] for raw in raw_rules(text, file)))
     return sorted(lint for check in LINTS.values() for lint in check(linted))

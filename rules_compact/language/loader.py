@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from typing import Callable
+from typing import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .builder import with_parameters
 from .compiler import CompileContext, compile_ruleset, registry_context, settle_conflicts
 from ..errors import ConfigError, InputError, Problem, kind_of, type_name
 from ..limits import max_rules_bytes, read_at_most
@@ -17,17 +18,24 @@ from .model import RuleSet
 from ..plugins.manager import registry
 from ..resources import bundled_rules, preset_names
 from .schema import extended_schema, rule_schema, schema_problems
-from .yamlsource import load_yaml
+from .yamlsource import entries, load_yaml
 
-__all__ = ["load_rules", "parse_rules", "check_rules", "read_source"]
+__all__ = ["load_rules", "parse_rules", "check_rules", "read_source", "raw_rules"]
 
 
-def load_rules(source: str | os.PathLike) -> RuleSet:
+def load_rules(source: str | os.PathLike, *, keep: int | None = None,
+               exclude_tools: Sequence[str] | None = None) -> RuleSet:
     """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text.
 
-    Raises ConfigError (``.problems``) for an invalid rule file, InputError for one that cannot
-    be read (missing, a folder, no such preset) or a source that is no str or path."""
+    ``keep`` and ``exclude_tools``, as LangChain's ``ClearToolUsesEdit`` takes them: how many
+    recent items the rules keep (the rules' one window of recent items moved), and tools whose
+    results are never cleared (:mod:`rules_compact.language.builder`); the result is validated
+    like a file.  Raises ConfigError (``.problems``) for an invalid rule file or parameter,
+    InputError for one that cannot be read (missing, a folder, no such preset) or a source that
+    is no str or path."""
     text, file = read_source(source)
+    if keep is not None or exclude_tools is not None:
+        text, file = with_parameters(text, file, keep, exclude_tools)
     return parse_rules(text, file)
 
 
@@ -101,6 +109,12 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
     return replace(ruleset, files=tuple(layer.ctx.file for layer in layers if layer.ctx.file != "<string>"))
 
 
+def raw_rules(text: str, file: str = "<string>") -> list[dict]:
+    """The rules of a valid rule file as written, after ``extends``, in the order they run
+    (what lints read beside the compiled rules)."""
+    return [raw for raw, _, _ in merge_layers(_chain(text, file, registry(), (), read_source))[1]]
+
+
 def _layer(text: str, file: str, reg) -> Layer:
     limit = max_rules_bytes()
     if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
@@ -114,9 +128,31 @@ def _layer(text: str, file: str, reg) -> Layer:
     if not isinstance(data, dict):
         raise ConfigError([Problem(file, 1, 1, f"a rule file must be a mapping, got {kind_of(data)}")])
     problems = schema_problems(data, file, marks, key_marks, extended_schema(rule_schema(), reg))
+    ctx = registry_context(file, marks, reg)
     if problems:
-        raise ConfigError(problems)
-    return Layer(data, registry_context(file, marks, reg))
+        check_beside_schema(data, ctx)
+        raise ConfigError(problems + ctx.problems)
+    return Layer(data, ctx)
+
+
+def check_beside_schema(data: dict, ctx: CompileContext) -> None:
+    """What is checked before the schema errors are fixed, so that they all come in one run:
+    duplicate rule names and invalid regexes (the other checks need valid data)."""
+    rules = data.get("rules")
+    seen: set[str] = set()
+    for i, raw in enumerate(rules if isinstance(rules, list) else []):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name in seen:
+            ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
+        seen.add(name)
+    for path, key, value in entries(data, ""):
+        if key == "regex" and isinstance(value, str):
+            ctx.regex(value, path)
+        elif key == "keep_patterns" and isinstance(value, list):
+            for j, pattern in enumerate(value):
+                if isinstance(pattern, str):
+                    ctx.regex(pattern, f"{path}[{j}]")
+
 
 
 def _chain(text: str, file: str, reg, read: Reader) -> list[Layer]:

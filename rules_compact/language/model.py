@@ -167,6 +167,7 @@ class RuleSet:
     rules: tuple[Rule, ...]
     compacted_patterns: tuple[Callable[[str], bool], ...]  # tests for this file's own outputs
     source: str
+    placeholder_allow_larger: bool = False  # a placeholder action's allow_larger where it sets none
     # per item kind: the rules that can match an item of that kind, each with its matcher
     # specialised to the kind (True: it matches every such item)
     chains: dict[str, tuple[tuple[Rule, Matcher | bool], ...]] = field(default_factory=dict, compare=False)

@@ -7,9 +7,16 @@ from functools import lru_cache
 
 import re2
 
-__all__ = ["RegexError", "compile_regex", "escape"]
+__all__ = ["RegexError", "compile_regex", "escape", "quoted"]
 
 escape = re2.escape
+
+
+def quoted(pattern: str) -> str:
+    """A pattern quoted as a rule file writes it: ``'(\\d+'``, its backslashes not doubled."""
+    if "'" in pattern or not pattern.isprintable():
+        return repr(pattern) if "\\" not in pattern or not pattern.isprintable() else f'"{pattern}"'
+    return f"'{pattern}'"
 
 
 class RegexError(ValueError):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
 from ..errors import Problem
 from ..limits import MAX_ALIAS_NODES, MAX_DEPTH
 
-__all__ = ["load_yaml", "join_path", "locate", "Marks"]
+__all__ = ["load_yaml", "join_path", "entries", "locate", "Marks"]
 
 MAP_TAG = "tag:yaml.org,2002:map"
 SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -28,6 +28,18 @@ def join_path(path: str, key: Any) -> str:
     if key.replace("_", "").replace("-", "").isalnum():
         return f"{path}.{key}" if path else key
     return f"{path}[{key!r}]"
+
+
+def entries(value: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """``(path, key, value)`` of every mapping entry at any depth of loaded YAML, outer first."""
+    if isinstance(value, list):
+        for i, sub in enumerate(value):
+            yield from entries(sub, join_path(path, i))
+    elif isinstance(value, dict):
+        for key, sub in value.items():
+            sub_path = join_path(path, key)
+            yield sub_path, key, sub
+            yield from entries(sub, sub_path)
 
 
 def locate(marks: Marks, path: str) -> tuple[int, int]:
@@ -123,6 +135,10 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
     text = "; ".join(p for p in parts if p) or str(exc)
     if "found character '\\t'" in text:
         text += " (YAML does not allow tabs for indentation)"
+    escape = re.search(r"found unknown escape character '(.)'", text)
+    if escape:
+        text += (f"; in double quotes a backslash starts a YAML escape: write a regex in single quotes, "
+                 f"where '\\{escape[1]}' stays as it is")
     return f"YAML error: {text}"
 
 

@@ -9,6 +9,8 @@ whole; the CLI's ``--strict`` turns such a failure into an error.
 
 from __future__ import annotations
 
+import difflib
+
 import fnmatch
 import inspect
 import os
@@ -51,8 +53,8 @@ class PluginFailure:
     version: str
     error: str
 
-    def __str__(self) -> str:
-        return f"plugin {self.name} {self.version}: {self.error}"
+    def __str__(self) -> str:  # no version: no installed plugin has that name
+        return f"plugin {self.name}{' ' + self.version if self.version else ''}: {self.error}"
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,15 @@ def plugin_manager() -> tuple[pluggy.PluginManager, tuple[PluginFailure, ...], t
             continue
         loaded.append((ep.name, _version(ep)))
     for name in sorted((selected or set()) - found):
-        failures.append(PluginFailure(name, "?", f"named in {ENV_PLUGINS} but no installed plugin has that name"))
+        failures.append(PluginFailure(name, "", _unknown(name, found)))
     return pm, tuple(failures), tuple(loaded)
+
+
+def _unknown(name: str, installed: set[str]) -> str:
+    """Why a name in RULES_COMPACT_PLUGINS loads nothing: the installed plugins, the nearest first."""
+    near = difflib.get_close_matches(name, sorted(installed), n=1)
+    return (f"unknown plugin, named in {ENV_PLUGINS}; installed: {', '.join(sorted(installed)) or 'none'}"
+            + (f"; did you mean {near[0]!r}?" if near else ""))
 
 
 # -- validation of what hooks return -----------------------------------------------------

@@ -14,6 +14,7 @@ def compile_placeholder(options, ctx, path) -> Action:
     summary = ctx.template(options["summary_text"], f"{path}.summary_text",
                            extra=("summary",)) if options["summary"] else None
     as_string = options["as_string"]
+    given_allow_larger = options.get("allow_larger")  # None: the rule file's defaults.placeholder_allow_larger
 
     chosen: dict = {}  # tool name -> (its spec, its template, the text when it reads only the name)
     owner: list = [None]  # what of the rule set ``chosen`` was filled from
@@ -41,6 +42,12 @@ def compile_placeholder(options, ctx, path) -> Action:
         is_turn, names, call_ids, estimate = scan.is_turn, facts.tool_names, scan.call_id, facts.estimate
         text_at, out, inputs, msg = ed.result_text_at, ed.out, facts.messages, scan.msg
         links = facts.links
+        item_tokens = facts.item_tokens
+        allow_larger = given_allow_larger if given_allow_larger is not None else \
+            getattr(ruleset, "placeholder_allow_larger", False)
+
+        def _tokens_of(index, current) -> int:  # the result's tokens as it is now
+            return item_tokens[index] if out[msg[index]] is inputs[msg[index]] else estimate(current)
 
         def call_of(index):  # the call as an earlier action left it
             link, at, _ = links[index]
@@ -73,13 +80,15 @@ def compile_placeholder(options, ctx, path) -> Action:
                                       f"result ({values['tokens']})")
                     return new, None
             if fixed is not None:
+                if not allow_larger and (tokens := estimate(fixed)) > _tokens_of(index, current):
+                    return None, _larger(tokens, _tokens_of(index, current))
                 return fixed, failed
             link = call_of(index)
             key = (current, template, link, name, call_ids[index])  # what the render reads
             known = rendered.get(id(current))
             if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
                 values = values or Variables(current, name, call_ids[index], estimate, link)
-                known = rendered[id(current)] = (key, _render(template, values, estimate))
+                known = rendered[id(current)] = (key, _render(template, values, estimate, allow_larger))
             new, note = known[1]
             return new, note if note is not None else failed
 
@@ -106,13 +115,20 @@ def compile_placeholder(options, ctx, path) -> Action:
 RENDERED = 4096  # texts whose render a placeholder action remembers (a Compactor's later calls meet them again)
 
 
-def _render(template, values, estimate) -> tuple[str | None, str | None]:
+def _render(template, values, estimate, allow_larger: bool) -> tuple[str | None, str | None]:
     """The placeholder for a text, or why it is left as it is."""
     new = template.render(values)
-    if VARIABLE_LENGTH.intersection(template.variables) and (tokens := estimate(new)) >= values["tokens"]:
+    tokens = estimate(new)
+    if VARIABLE_LENGTH.intersection(template.variables) and tokens >= values["tokens"]:
         return None, (f"left as it is: the placeholder ({tokens} tokens) is not smaller than the "
                       f"result ({values['tokens']})")
+    if not allow_larger and tokens > values["tokens"]:
+        return None, _larger(tokens, values["tokens"])
     return new, None
+
+
+def _larger(tokens: int, result: int) -> str:
+    return f"left as it is: the placeholder ({tokens} tokens) is larger than the result ({result})"
 
 
 def _summarize(spec, content: str, call: dict | None) -> str:
@@ -141,6 +157,12 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                                            'for placeholder plus {summary}. Default '
                                                            "'[Previous: used {tool_name}: {summary}]'.",
                                             'maxLength': 2000},
+                           'allow_larger': {'type': 'boolean',
+                                            'description': 'Replace a result even with a placeholder larger '
+                                                           'than it (in estimated tokens), as a tool that '
+                                                           'clears every old result does; by default '
+                                                           '(defaults.placeholder_allow_larger) such a '
+                                                           'result is left as it is.'},
                            'as_string': {'default': False,
                                          'type': 'boolean',
                                          'description': 'Write the placeholder as a plain string even when '
@@ -149,5 +171,5 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                                         'tool_result block.'}}}]}
 
 KIND = ActionKind('placeholder', compile_placeholder,
-                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments as the request carries them, after an earlier clear-inputs of the same rule; at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A template with {args} or {names} that would not come out smaller than the result leaves it as it is.",
+                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments as the request carries them, after an earlier clear-inputs of the same rule; at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A placeholder larger than the result (estimated tokens) leaves it as it is, unless allow_larger; one with {args} or {names} that would not come out smaller than the result leaves it as it is.",
                   SCHEMA, item_only=True, items=(RESULT,))
