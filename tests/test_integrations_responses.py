@@ -206,7 +206,7 @@ cases:
       name: x
       rules:
         - {name: dangling, match: {dangling: true}, action: keep}
-        - {name: orphan, match: {orphan: true}, action: placeholder}
+        - {name: orphan, match: {orphan: true}, action: {placeholder: {allow_larger: true}}}
         - {name: other, match: {}, action: keep}
     messages:
       - &u {role: user, content: [{type: input_text, text: "look it up"}]}

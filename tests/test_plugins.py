@@ -454,7 +454,7 @@ def test_undeclared_tools_follow_the_undeclared_setting(installed):
 # --- summarizers --------------------------------------------------------------------------------
 
 
-SUMMARY_RULES = rules_text("  - {name: sum, match: {role: tool}, action: {placeholder: {summary: true}}}")
+SUMMARY_RULES = rules_text("  - {name: sum, match: {role: tool}, action: {placeholder: {summary: true, allow_larger: true}}}")
 
 
 def test_summary_placeholder_uses_the_summarizer_and_a_failure_falls_back_with_a_note(installed, tmp_path, capsys):
@@ -509,7 +509,7 @@ def test_without_summary_true_the_summarizer_is_not_called(installed):
     calls = []
     installed("p", plugin(tools=[{"name": "Read", "compact": True, "summarize": lambda c, k: calls.append(1) or "s"}]))
     result = compact(conversation(("c1", "Read", {}, "text")),
-                     parse_rules(rules_text("  - {name: c, match: {role: tool}, action: placeholder}")))
+                     parse_rules(rules_text("  - {name: c, match: {role: tool}, action: {placeholder: {allow_larger: true}}}")))
     assert result.messages[-1]["content"] == "[Previous: used Read]" and calls == []
 
 

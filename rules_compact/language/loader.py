@@ -112,7 +112,7 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
 def raw_rules(text: str, file: str = "<string>") -> list[dict]:
     """The rules of a valid rule file as written, after ``extends``, in the order they run
     (what lints read beside the compiled rules)."""
-    return [raw for raw, _, _ in merge_layers(_chain(text, file, registry(), (), read_source))[1]]
+    return [raw for raw, _, _ in merge_layers(_chain(text, file, registry(), read_source))[1]]
 
 
 def _layer(text: str, file: str, reg) -> Layer:
