@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from ..documents import dump_json_line
@@ -14,7 +13,7 @@ from .apply import summary
 from ..kinds.matchers.where import where_failures
 from .inputs import INPUTS_HELP, Corpus, add_rules_options, read, rulesets, unreadable
 from ..resources import shown_source
-from .output import OK, table, warn, wrap
+from .output import table, warn, wrap
 
 __all__ = ["register", "explain_pass"]
 
