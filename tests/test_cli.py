@@ -29,7 +29,7 @@ EXAMPLES = ROOT / "examples"
 PROG = "rules-compact"
 
 SUMMARY = re.compile(
-    r"^rules-compact: (?P<items>\d+) items changed; (?P<cb>[\d,]+) -> (?P<ca>[\d,]+) chars; "
+    r"^rules-compact: (?P<items>\d+) items? changed; (?P<cb>[\d,]+) -> (?P<ca>[\d,]+) chars; "
     r"(?P<tb>[\d,]+) -> (?P<ta>[\d,]+) estimated tokens(?: \([+-]\d+(?:\.\d+)?%\))?$")
 
 ORPHANS = [
@@ -874,3 +874,18 @@ def test_output_shapes(work, capsys):
     rc, out, err = run(capsys, "apply", "session.jsonl", "--in-place")  # a log is not written back as a log
     assert "is an agent log (claude-code)" in assert_user_error(rc, out, err, 2)
     assert snapshot(work) == before
+
+
+def test_summary_line_says_one_item_in_the_singular(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    long = "x" * 2000
+    (tmp_path / "one.json").write_text(json.dumps([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": long},
+        {"role": "assistant", "content": "done"}]))
+    (tmp_path / "r.yaml").write_text("version: 1\nname: one\nrules:\n  - {name: clear, match: {role: tool}, action: placeholder}\n")
+    rc, out, err = run(capsys, "apply", "one.json", "-r", "r.yaml", "-o", "out.json")
+    assert rc == 0, err
+    assert err.startswith("rules-compact: 1 item changed; "), err

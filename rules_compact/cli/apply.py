@@ -100,7 +100,8 @@ def summary(report: Report) -> str:
     """One line: items changed, characters and tokens before and after; when nothing changed, why."""
     before, after = report.tokens_before, report.tokens_after
     change = f" ({(after - before) / before:+.1%})" if before else ""
-    line = (f"{report.items_changed} items changed; {report.chars_before:,} -> {report.chars_after:,} chars; "
+    items = f"{report.items_changed} item{'s' * (report.items_changed != 1)}"
+    line = (f"{items} changed; {report.chars_before:,} -> {report.chars_after:,} chars; "
             f"{before:,} -> {after:,} estimated tokens{change}")
     return line if report.items_changed else f"{line}; {unchanged(report)}"
 
