@@ -639,3 +639,12 @@ def test_deeply_nested_yaml_is_a_located_error(tmp_path):
         load_rules(str(path))
     assert info.value.problems
     assert all(p.file == str(path) and p.line >= 1 and p.col >= 1 for p in info.value.problems)
+
+
+def test_rule_names_that_are_no_strings_are_schema_errors_not_a_crash():
+    text = "version: 1\nname: g\nrules:\n  - {name: {}, match: {}, action: keep}\n  - {name: {}, match: {}, action: keep}\n"
+    with pytest.raises(ConfigError) as info:
+        parse_rules(text, "x.yaml")
+    assert [str(p) for p in info.value.problems] == [
+        "x.yaml:4:12: expected string, got a mapping {} (at rules[0].name)",
+        "x.yaml:5:12: expected string, got a mapping {} (at rules[1].name)"]

@@ -142,7 +142,9 @@ def check_beside_schema(data: dict, ctx: CompileContext) -> None:
     seen: set[str] = set()
     for i, raw in enumerate(rules if isinstance(rules, list) else []):
         name = raw.get("name") if isinstance(raw, dict) else None
-        if isinstance(name, str) and name in seen:
+        if not isinstance(name, str):  # a name that is no string is the schema's to report
+            continue
+        if name in seen:
             ctx.problem(f"rules[{i}].name", f"duplicate rule name {name!r}")
         seen.add(name)
     for path, key, value in entries(data, ""):
