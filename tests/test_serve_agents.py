@@ -154,6 +154,10 @@ def test_a_real_agent_session_through_the_proxy(agent: Agent, tmp_path: Path):
         assert ANSWER in done.stdout
     assert len(got) == len(sent) == ROUNDS + 1
     assert not [line for line in log if "WARNING" in line], "".join(log)  # no request failed open
+    logged = "".join(log)
+    assert len(log) >= ROUNDS, logged  # a line per request, so the checks below read something
+    assert "sk-" not in logged, logged  # no credential (the agents send sk-ant-test / sk-test)
+    assert not re.search(r"\br\d+ \d+\b", logged) and "listings" not in logged, logged  # no content
 
     for before, after in zip(sent, got):  # the agent sends the same history either way
         outside = count_breakpoints(before.get("system")) + count_breakpoints(before.get("tools"))
