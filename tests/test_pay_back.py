@@ -76,6 +76,23 @@ def test_the_compactor_resumes_the_walk_and_gives_what_compact_gives(history):
         assert f"decide messages 0-{schedule[k] - 1}" in out.report.passes[0].reason or not schedule[k]
 
 
+def test_a_resumed_walk_is_the_walk_afresh_at_every_length(history):
+    """Cut anywhere (a round's end, or after a user or tool message: the previous history's end
+    is then no round), the Compactor's resumed walk has the rounds, boundaries and rents of a
+    walk from the start, and the same output as ``compact``."""
+    from rules_compact.engine.interpreter import Input, pay_back_walk
+    from rules_compact.formats import FORMATS
+    ruleset = rules("{price_ratio: 12.5}")
+    compactor = Compactor(ruleset, format="openai")
+    for end in range(1, len(history) + 1):
+        out = compactor(history[:end])
+        resumed = compactor._memos[0].walk
+        fresh = pay_back_walk(ruleset, Input(history[:end], FORMATS["openai"], ruleset))
+        assert (resumed.ends, resumed.boundaries, resumed.rents) == (fresh.ends, fresh.boundaries, fresh.rents), end
+        assert resumed.decided == fresh.decided, end
+        assert out.messages == compact(history[:end], ruleset, format="openai").messages, end
+
+
 @pytest.mark.parametrize("name", ["paid", "default"])
 def test_idempotent_on_a_real_trace(history, name):
     """Not guaranteed (the walk measures the history it is given: report.idempotent is false),

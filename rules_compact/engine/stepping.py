@@ -86,14 +86,16 @@ class Walk:
 
     def upto(self, end: int) -> Walk | None:
         """The walk's first rounds, those ending at or before ``end`` (None when there are none);
-        ``decided`` holds only if the boundary is unchanged (else it is compacted again)."""
+        ``decided`` and the candidate hold only if the boundary is unchanged (else they are
+        compacted again); a candidate met in a later round is kept, as the history it was
+        compacted from is the same (a resumed walk meets it again at the history's old end)."""
         kept = bisect_right(self.ends, end)
         if kept == len(self.ends):
             return self
         if not kept:
             return None
         same = self.boundaries[kept - 1] == self.boundary
-        candidate = self.candidate if same and self.candidate is not None and self.candidate.boundary <= end else None
+        candidate = self.candidate if same else None  # a pure function of the messages before it, as ``decided``
         return Walk(self.ends[:kept], self.boundaries[:kept], self.rents[:kept],
                     self.decided if same else None, self.through if same else None, candidate)
 
