@@ -25,6 +25,8 @@ import copy
 import json
 import os
 import re
+from itertools import compress, count
+from operator import is_, is_not
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -42,7 +44,7 @@ from .language.model import ToolSpec
 from .plugins.manager import HOOKS, Registry, tool_spec, use_plugins
 
 __all__ = ["check_tool_specs", "check_plugin", "run_golden_case", "check_invariants", "check_api_validity",
-           "sample_calls", "SAMPLE_CONTENTS"]
+           "ValidityCheck", "sample_calls", "SAMPLE_CONTENTS"]
 
 SAMPLE_CONTENTS = (
     "<returncode>0</returncode>\n<output>\nfile_a\nfile_b\n</output>",  # mini-swe-agent, success
@@ -387,23 +389,93 @@ def check_api_validity(before: list, after: list, fmt: str | Format | None = Non
             f"{held[1]} cache breakpoints in the request (at most {form.max_breakpoints}; {held[0]} before)"
     latest = form.scan(before).last_assistant
     for i, (b, a) in enumerate(zip(before, after)):
-        if a is b or not isinstance(b, dict):
-            continue
-        if form.max_breakpoints and form.breakpoints(b):
-            assert form.breakpoints(a), f"message {i}: its cache breakpoint was lost"
-        blank = _blank_texts(form.name, b)
-        assert all(t in blank for t in _blank_texts(form.name, a)), f"message {i}: an empty text block was written"
-        if b.get("role") == "assistant" or form.name == "anthropic":
-            assert not (_emptied(form, a) and not _emptied(form, b)), f"message {i}: left without content"
-        if form.name == "anthropic" and b.get("role") == "user" and _results_placed(before, i):
-            assert _results_placed(after, i), f"message {i}: its tool_result blocks are no longer first"
+        if a is not b and isinstance(b, dict):
+            _check_pair(form, before, after, i)
     if latest is not None and form.name != "responses":  # Responses: reasoning items are never altered
-        kept, was = _thinking(form.name, after[latest]), _thinking(form.name, before[latest])
-        assert kept[:-1] == was[:-1] and kept[-1] >= was[-1], \
-            f"message {latest}: the latest assistant turn's thinking changed"
+        _check_thinking(form, before, after, latest)
     for i, (b, a) in enumerate(zip(before, after)):
-        if isinstance(b, dict) and b.get("type") == "reasoning":
-            assert a == b, f"item {i}: a reasoning item changed"
+        _check_reasoning(b, a, i)
+
+
+def _check_pair(form: Format, before: list, after: list, i: int) -> None:
+    """What ``check_api_validity`` asserts of a changed message ``i`` (it reads messages ``i - 1``
+    and ``i`` of each list)."""
+    b, a = before[i], after[i]
+    if form.max_breakpoints and form.breakpoints(b):
+        assert form.breakpoints(a), f"message {i}: its cache breakpoint was lost"
+    blank = _blank_texts(form.name, b)
+    assert all(t in blank for t in _blank_texts(form.name, a)), f"message {i}: an empty text block was written"
+    if b.get("role") == "assistant" or form.name == "anthropic":
+        assert not (_emptied(form, a) and not _emptied(form, b)), f"message {i}: left without content"
+    if form.name == "anthropic" and b.get("role") == "user" and _results_placed(before, i):
+        assert _results_placed(after, i), f"message {i}: its tool_result blocks are no longer first"
+
+
+def _check_thinking(form: Format, before: list, after: list, latest: int) -> None:
+    kept, was = _thinking(form.name, after[latest]), _thinking(form.name, before[latest])
+    assert kept[:-1] == was[:-1] and kept[-1] >= was[-1], \
+        f"message {latest}: the latest assistant turn's thinking changed"
+
+
+def _check_reasoning(b: Any, a: Any, i: int) -> None:
+    if isinstance(b, dict) and b.get("type") == "reasoning":
+        assert a == b, f"item {i}: a reasoning item changed"
+
+
+class ValidityCheck:
+    """``check_api_validity`` for the successive requests of one conversation, with its very
+    verdicts and messages, looking again only at what changed since the previous call: a
+    changed message whose pair (and the pair before it) passed then passes without being read,
+    and only the messages not in the previous ``before`` have their breakpoints counted.  The
+    messages must not be edited in place between calls (a proxy parses each request anew; a
+    Compactor's outputs are read-only)."""
+
+    def __init__(self) -> None:
+        self._form: Format | None = None
+        self._before: list = []  # the previous call's before
+        self._counts: list[int] = []  # its messages' breakpoints
+        self._passed: dict[tuple, tuple] = {}  # the previous call's changed pairs, all of which passed
+
+    def __call__(self, before: list, after: list, fmt: str | Format | None = None,
+                 breakpoints_outside: int = 0) -> None:
+        form = fmt if isinstance(fmt, Format) else FORMATS[fmt or detect_format(before)]
+        if form is not self._form:
+            self._form, self._before, self._counts, self._passed = form, [], [], {}
+        assert len(before) == len(after), "messages added or removed"
+        passed, seen, fresh, deltas = self._passed, {}, [], []
+        for i in compress(count(), map(is_not, before, after)):
+            pair = (before[i], after[i], before[i - 1] if i else None, after[i - 1] if i else None)
+            key = tuple(map(id, pair))
+            found = passed.get(key)
+            if found is None or not all(map(is_, found[0], pair)):
+                found = (pair, form.breakpoints(pair[1]) - form.breakpoints(pair[0]) if form.max_breakpoints else 0)
+                fresh.append(i)
+            seen[key] = found
+            deltas.append(found[1])
+        if form.max_breakpoints:
+            held = breakpoints_outside + sum(self._counted(before, form))
+            now = held + sum(deltas)
+            assert now <= max(form.max_breakpoints, held), \
+                f"{now} cache breakpoints in the request (at most {form.max_breakpoints}; {held} before)"
+        for i in fresh:
+            if isinstance(before[i], dict):
+                _check_pair(form, before, after, i)
+        if form.name != "responses":  # Responses: reasoning items are never altered
+            latest = next((i for i in range(len(before) - 1, -1, -1)
+                           if isinstance(before[i], dict) and before[i].get("role") == "assistant"), None)
+            if latest is not None and after[latest] is not before[latest]:
+                _check_thinking(form, before, after, latest)
+        for i in fresh:
+            _check_reasoning(before[i], after[i], i)
+        self._passed = seen
+
+    def _counted(self, before: list, form: Format) -> list[int]:
+        """The breakpoints of each message of ``before``, counting only those not in the previous call's."""
+        previous = self._before
+        same = next(compress(count(), map(is_not, previous, before)), min(len(previous), len(before)))
+        counts = self._counts[:same] + [form.breakpoints(m) for m in before[same:]]
+        self._before, self._counts = before, counts
+        return counts
 
 
 def _emptied(form: Format, msg: dict) -> bool:

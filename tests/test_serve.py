@@ -324,7 +324,7 @@ def test_a_body_over_the_input_limit_goes_upstream_unchanged(proxy, upstream, mo
 def test_a_result_check_api_validity_rejects_goes_upstream_unchanged(proxy, upstream, monkeypatch):
     def reject(*args, **kwargs):
         raise AssertionError("message 2: left without content")
-    monkeypatch.setattr("rules_compact.serve.rewrite.check_api_validity", reject)
+    monkeypatch.setattr("rules_compact.testing.ValidityCheck.__call__", reject)
     body = json.dumps({"model": "m", "max_tokens": 5, "messages": anthropic_messages()}).encode()
     httpx.post(proxy.url + "/v1/messages", content=body, headers={"anthropic-version": "2023-06-01"})
     assert upstream.requests[0].body == body

@@ -10,6 +10,7 @@ so the same history gives the same bytes in every round, process and replica."""
 from __future__ import annotations
 
 import json
+import operator
 import time
 import zlib
 from dataclasses import dataclass
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from .. import jsontext
 from ..integrations.sdk import breakpoints_outside
 from ..limits import max_input_bytes
-from ..testing import check_api_validity
 from .routes import Route
 from .sessions import Sessions, session_key
 
@@ -121,16 +121,21 @@ def _compacted(route: Route, body: dict, session_id: str | None, sessions: Sessi
         conversation.previous = given
         conversation.requests += 1
         report, where = conversation.report, conversation.where
-    after = out[route.key]
+        after = out[route.key]
+        unchanged = len(after) == len(given) and all(map(operator.is_, after, given))
+        try:
+            if not unchanged:
+                conversation.check(given, after, route.format, breakpoints_outside(body))
+            rejected = None
+        except AssertionError as exc:
+            rejected = exc
     done = dict(session=key, model=model, tokens_before=report.tokens_before, tokens_after=report.tokens_after,
                 items_changed=report.items_changed, boundary_moved=where.boundary_moved)
-    if len(after) == len(given) and all(a is b for a, b in zip(after, given)):
+    if unchanged:
         return Rewritten(**done, seconds=time.perf_counter() - start)
-    try:
-        check_api_validity(given, after, route.format, breakpoints_outside(body))
-    except AssertionError as exc:
+    if rejected is not None:
         sent = {**done, "tokens_after": report.tokens_before, "items_changed": 0}  # the original goes
         return Rewritten(**sent, seconds=time.perf_counter() - start, fail_open="invalid_result",
-                         message=f"check_api_validity rejected the compacted request: {exc}")
+                         message=f"check_api_validity rejected the compacted request: {rejected}")
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return Rewritten(text.encode("utf-8", "backslashreplace"), **done, seconds=time.perf_counter() - start)

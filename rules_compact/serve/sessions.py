@@ -20,6 +20,7 @@ from ..engine.report import Report
 from ..integrations.sdk import RequestCompactor
 from ..integrations.tracing import Compaction
 from ..language.model import RuleSet
+from ..testing import ValidityCheck
 
 __all__ = ["Conversation", "Sessions", "session_key"]
 
@@ -53,8 +54,9 @@ class Conversation:
     """One conversation: its Compactor (in a RequestCompactor, which counts the breakpoints
     outside the messages), the messages of its previous round (so that the next round's equal
     messages are handed over as the same objects, which is what lets the Compactor reuse its
-    decisions; parsed from a request and never edited, so identity is all it checks), and what
-    the latest compaction did."""
+    decisions; parsed from a request and never edited, so identity is all it checks), what
+    the latest compaction did, and the check of its results (which looks again only at what
+    changed since the previous round)."""
 
     key: str
     compact_request: RequestCompactor
@@ -63,6 +65,7 @@ class Conversation:
     previous: list = field(default_factory=list)
     report: Report | None = None
     where: Compaction | None = None
+    check: ValidityCheck = field(default_factory=ValidityCheck)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def noted(self, report: Report, where: Compaction) -> None:
