@@ -467,18 +467,20 @@ def phase_rows(phases: dict[int, Phase], traces: list[Trace], floors: list[list[
 def trace_rows(phase: Phase, traces: list[Trace], floors: list[list[float]]) -> tuple[list, float]:
     """One session at a time, per trace: its warm rounds' added time and CPU over their floor."""
     rows = [("session", "rounds", "last body", "floor, warm rounds", "added, warm rounds", "/ floor",
-             "proxy CPU, warm rounds", "/ floor", "first request: added", "its proxy CPU", "held by the session",
-             "/ last body")]
+             "floor proxy: added", "/ floor", "proxy CPU, warm rounds", "/ floor", "first request: added",
+             "its proxy CPU", "held by the session", "/ last body")]
     worst = 0.0
     for i, trace in enumerate(traces):
         n = len(trace.rounds)
         added = [phase.proxied[i, k] - phase.direct[i, k] for k in range(n)]
+        floored = sum(phase.floored[i, k] - phase.direct[i, k] for k in range(1, n))
         warm_floor = sum(floors[i][1:])
         first_cpu, warm_cpu = phase.warm[i] if phase.warm else (float("nan"), float("nan"))
         worst = max(worst, sum(added[1:]) / warm_floor)
         kept, last = held(trace), len(trace.body(-1, "[s0]"))
         rows.append((trace.name, n, mb(last), ms(warm_floor), ms(sum(added[1:])),
-                     f"{sum(added[1:]) / warm_floor:.1f}", ms(warm_cpu), f"{warm_cpu / warm_floor:.1f}",
+                     f"{sum(added[1:]) / warm_floor:.1f}", ms(floored), f"{floored / warm_floor:.1f}", ms(warm_cpu),
+                     f"{warm_cpu / warm_floor:.1f}",
                      ms(added[0]), ms(first_cpu), mb(kept), f"{kept / last:.1f}"))
     return rows, worst
 
