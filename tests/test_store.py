@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import hashlib
 import multiprocessing
 import os
@@ -144,3 +145,109 @@ def test_a_store_protocol_needs_the_three_methods():
         def save(self, content): return Saved("x", None, 0)
 
     assert not isinstance(Partial(), Store)
+
+
+# -- placeholder: {save: true} ----------------------------------------------------------------
+
+from rules_compact import compact, load_rules  # noqa: E402
+from rules_compact.cli import main  # noqa: E402
+from rules_compact.errors import ConfigError  # noqa: E402
+
+SAVING = """version: 1
+name: saving
+{store}rules:
+  - name: keep-newest
+    match: {{age: {{unit: tool_results, lt: 1}}}}
+    action: keep
+  - name: clear-old
+    match: {{role: tool}}
+    action: {{placeholder: {{save: true{text}}}}}
+"""
+ORIGINAL = "".join(f"src/module_{i}.py: def handler_{i}(request): ...\n" for i in range(40))
+
+
+def _rules(store: str = "", text: str = "") -> str:
+    return SAVING.format(store=store, text=text)
+
+
+def _history(rounds: int = 3) -> list:
+    messages = [{"role": "user", "content": "find the handlers"}]
+    for i in range(rounds):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"c{i}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": ORIGINAL if i == 0 else f"{i}\n" * 80}]
+    return messages
+
+
+def test_save_without_a_store_is_a_located_error_that_says_how_to_configure_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(ENV_STORE, raising=False)
+    with pytest.raises(ConfigError) as caught:
+        load_rules(_rules())
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.col, problem.path) == (9, 34, "rules[1].action.placeholder.save")
+    assert "add `store: FOLDER` to this rule file, set RULES_COMPACT_STORE=FOLDER" in problem.message
+    (tmp_path / "r.yaml").write_text(_rules())
+    assert main(["validate", str(tmp_path / "r.yaml")]) == 1
+    assert f"{tmp_path / 'r.yaml'}:9:34: save: true needs a store" in capsys.readouterr().out
+    monkeypatch.setenv(ENV_STORE, str(tmp_path / "from-env"))
+    assert load_rules(_rules()).store.path == tmp_path / "from-env"
+
+
+def test_saved_variables_need_save_and_save_needs_saved_in_its_template(tmp_path):
+    store = f"store: {tmp_path}\n"
+    with pytest.raises(ConfigError, match=r"10:46: save: true saves what '\[gone\]' clears, but the template does not "
+                                          r"say where: add \{saved\}"):
+        load_rules(_rules(store, ", text: '[gone]'"))
+    with pytest.raises(ConfigError, match=r"\{saved\} and \{saved_lines\} need save: true"):
+        load_rules(_rules(store).replace("{save: true}", "{text: 'see {saved}'}"))
+    with pytest.raises(ConfigError, match=r"unknown template variable \{saved\}.*at defaults.placeholder"):
+        load_rules(_rules(store).replace("rules:\n", "defaults: {placeholder: '{saved}'}\nrules:\n", 1))
+
+
+def test_a_cleared_result_names_a_file_holding_exactly_the_original_the_same_every_round(tmp_path):
+    ruleset = load_rules(_rules(f"store: {tmp_path / 'saved'}\n"))
+    history = _history()
+    before = json.dumps(history)
+    first = compact(history[:5], ruleset).messages[2]["content"]
+    saved = FolderStore(tmp_path / "saved").save(ORIGINAL)
+    assert first == (f"[grep result cleared to save space (40 lines); the full result is saved in {saved.path}: "
+                     "read that file to see it again]")
+    assert Path(saved.path).read_text() == ORIGINAL
+    later = compact(history, ruleset)
+    assert later.messages[2]["content"] == first  # byte-stable: the prompt prefix stays cached
+    assert compact(later.messages, ruleset).messages == later.messages  # idempotent on its own output
+    assert json.dumps(history) == before  # the input is never modified
+
+
+def test_a_placeholder_whose_copy_was_pruned_says_the_content_is_gone(tmp_path):
+    ruleset = load_rules(_rules(f"store: {tmp_path}\n"))
+    compacted = compact(_history(), ruleset).messages
+    for saved in tmp_path.iterdir():
+        saved.unlink()
+    gone = compact(compacted, ruleset).messages
+    assert gone[2]["content"] == ("[grep result cleared to save space; its saved copy has since been removed from "
+                                  "the store: call grep again if you need it]")
+    assert compact(gone, ruleset).messages == gone  # and it stays so
+    assert "saved in" not in json.dumps(gone[:3]) and not (tmp_path / f"{content_id(ORIGINAL)}.txt").exists()
+
+
+def test_a_store_without_files_names_the_id_and_the_recall_tool():
+    store = MemoryStore()
+    messages = compact(_history(), load_rules(_rules(), store=store)).messages
+    id = content_id(ORIGINAL)
+    assert messages[2]["content"] == ("[grep result cleared to save space (40 lines); the full result is saved: call "
+                                      f"recall_result with id {id} to see it again]")
+    assert store.load(id) == ORIGINAL
+
+
+def test_a_result_that_cannot_be_saved_is_left_as_it_is_with_a_note(tmp_path, monkeypatch):
+    ruleset = load_rules(_rules(f"store: {tmp_path}\n"))
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = compact(_history(), ruleset)
+    assert result.messages[2]["content"] == ORIGINAL
+    notes = [d.note for p in result.report.passes for d in p.decisions if d.note]
+    assert f"left as it is: cannot save to store {tmp_path}: No space left on device" in notes

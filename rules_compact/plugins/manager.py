@@ -72,6 +72,7 @@ class Registry:
     # ("matcher" | "action" | "estimator" | "reader", name) -> the plugin that added it
     owners: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
     files: tuple[str, ...] = ()  # the source files of the plugins' modules (never a command's output)
+    store: Any = None  # the Store a plugin supplies (rules_compact_store), for rule files that name none
 
 
 def call_args(call: dict | None) -> Any:
