@@ -251,3 +251,51 @@ def test_a_result_that_cannot_be_saved_is_left_as_it_is_with_a_note(tmp_path, mo
     assert result.messages[2]["content"] == ORIGINAL
     notes = [d.note for p in result.report.passes for d in p.decisions if d.note]
     assert f"left as it is: cannot save to store {tmp_path}: No space left on device" in notes
+
+
+# -- a plugin's store (rules_compact_store) ---------------------------------------------------
+
+import types  # noqa: E402
+
+from rules_compact.errors import PluginError  # noqa: E402
+from rules_compact.plugins import hookimpl, use_plugins  # noqa: E402
+
+
+def _store_plugin(name: str, store) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.rules_compact_store = hookimpl(lambda: store)
+    return module
+
+
+def test_a_plugin_store_is_used_when_the_rule_file_and_the_environment_name_none(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_STORE, raising=False)
+    held = MemoryStore()
+    with use_plugins([_store_plugin("db", held)]) as reg:
+        messages = compact(_history(), load_rules(_rules())).messages
+        assert held.load(content_id(ORIGINAL)) == ORIGINAL
+        assert f"call recall_result with id {content_id(ORIGINAL)}" in messages[2]["content"]
+        assert isinstance(load_rules(_rules(f"store: {tmp_path}\n")).store, FolderStore)  # the file's key wins
+        assert reg.owners[("store", "")] == "db"
+
+
+def test_a_second_plugin_store_or_one_that_is_no_store_is_refused():
+    with pytest.raises(PluginError, match="plugin second .*: a store is already supplied by plugin first"):
+        with use_plugins([_store_plugin("first", MemoryStore()), _store_plugin("second", MemoryStore())]):
+            pass
+    with pytest.raises(PluginError, match=r"rules_compact_store\(\) must return a store with save"):
+        with use_plugins([_store_plugin("bad", {"save": 1})]):
+            pass
+
+
+def test_a_plugin_store_that_fails_leaves_the_result_as_it_is_with_a_note_naming_the_plugin(monkeypatch):
+    monkeypatch.delenv(ENV_STORE, raising=False)
+
+    class Broken(MemoryStore):
+        def save(self, content):
+            raise RuntimeError("bucket unreachable")
+
+    with use_plugins([_store_plugin("bucket", Broken())]):
+        result = compact(_history(), load_rules(_rules()))
+    assert result.messages[2]["content"] == ORIGINAL
+    notes = [d.note for p in result.report.passes for d in p.decisions if d.note]
+    assert "left as it is: plugin bucket: store.save raised RuntimeError: bucket unreachable" in notes

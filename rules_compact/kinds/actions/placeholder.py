@@ -167,8 +167,12 @@ def _render(template, values, estimate, allow_larger: bool) -> tuple[str | None,
 
 
 def _pruned(store, text: str) -> bool:
-    """Whether a placeholder names a saved result the store no longer holds."""
-    return any(store.saved(found) is None for found in SAVED_ID.findall(text))
+    """Whether a placeholder names a saved result the store no longer holds (a store that
+    cannot tell: no)."""
+    try:
+        return any(store.saved(found) is None for found in SAVED_ID.findall(text))
+    except StoreError:
+        return False
 
 
 def _larger(tokens: int, result: int) -> str:
