@@ -299,3 +299,16 @@ def test_a_plugin_store_that_fails_leaves_the_result_as_it_is_with_a_note_naming
     assert result.messages[2]["content"] == ORIGINAL
     notes = [d.note for p in result.report.passes for d in p.decisions if d.note]
     assert "left as it is: plugin bucket: store.save raised RuntimeError: bucket unreachable" in notes
+
+
+def test_the_saved_placeholders_say_the_result_was_cleared_to_save_space_and_how_to_get_it_back():
+    """Never read as a tool failure (nanobot#4647): cleared to save space, and where it is."""
+    from test_tracing import FAILURE_WORDS
+
+    from rules_compact.kinds.actions.placeholder import GONE, SAVED_AS_ID, SAVED_TO_FILE
+
+    for text, how in ((SAVED_TO_FILE, "read that file to see it again"),
+                      (SAVED_AS_ID, "call recall_result with id {saved} to see it again"),
+                      (GONE, "call {tool_name} again if you need it")):
+        assert "cleared to save space" in text and how in text
+        assert not FAILURE_WORDS.search(text), FAILURE_WORDS.search(text)
