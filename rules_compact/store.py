@@ -23,7 +23,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 from .errors import RulesCompactError
 
 __all__ = ["content_id", "Saved", "Store", "StoreError", "FolderStore", "MemoryStore", "open_store",
-           "ENV_STORE", "DEFAULT_CAP_BYTES", "is_content_id"]
+           "ENV_STORE", "DEFAULT_CAP_BYTES", "is_content_id", "names_missing", "NO_STORE"]
 
 ENV_STORE = "RULES_COMPACT_STORE"
 DEFAULT_CAP_BYTES = 512 * 1024 * 1024
@@ -42,6 +42,20 @@ def content_id(text: str) -> str:
 
 def is_content_id(value: Any) -> bool:
     return isinstance(value, str) and _ID.fullmatch(value) is not None
+
+
+NO_STORE = ("save: true needs a store to save to: add `store: FOLDER` to this rule file, set "
+            "RULES_COMPACT_STORE=FOLDER in the environment, or install a plugin that supplies one "
+            "(rules_compact_store)")
+
+
+def names_missing(store: "Store", text: str) -> bool:
+    """Whether ``text`` (a placeholder) names a saved result the store no longer holds (a
+    store that cannot tell: no)."""
+    try:
+        return any(store.saved(found) is None for found in _ID.findall(text))
+    except StoreError:
+        return False
 
 
 @dataclass(frozen=True)

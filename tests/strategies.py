@@ -571,6 +571,9 @@ _truncate_actions = st.one_of(
         "as_string": _booleans,
     })),
 )
+_truncate_actions = st.one_of(_truncate_actions, st.builds(
+    lambda head, tail: {"truncate": {"head": head, "tail": tail, "save": True}},
+    st.sampled_from([0, 5, 200]), st.sampled_from([0, 5, 200])))
 _strip_actions = st.one_of(
     st.just("strip-text"), st.just({"strip-text": None}),
     st.builds(lambda o: {"strip-text": o}, st.fixed_dictionaries({}, optional={

@@ -330,7 +330,7 @@ CASES = [
         R("  - name: a", "    match: {role: tool}", "    action:",
           '      truncate: {head: 10, marker: "... {omitted} of {total} ..."}'),
         [f"rules.yaml:7:36: unknown template variable {{total}} in '... {{omitted}} of {{total}} ...'; "
-         f"allowed: {VARS}, {{omitted}} (at rules[0].action.truncate.marker)"],
+         f"allowed: {VARS}, {{omitted}}, {{saved}}, {{saved_lines}} (at rules[0].action.truncate.marker)"],
         id="unknown-variable-truncate-marker"),
     pytest.param(
         Y("version: 1", "name: x", "tools:", '  Read: {compact: false, placeholder: "{bad}"}', "rules: []"),

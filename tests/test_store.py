@@ -312,3 +312,35 @@ def test_the_saved_placeholders_say_the_result_was_cleared_to_save_space_and_how
                       (GONE, "call {tool_name} again if you need it")):
         assert "cleared to save space" in text and how in text
         assert not FAILURE_WORDS.search(text), FAILURE_WORDS.search(text)
+
+
+TRUNCATING = """version: 1
+name: truncating
+store: {folder}
+rules:
+  - name: keep-newest
+    match: {{age: {{unit: tool_results, lt: 1}}}}
+    action: keep
+  - name: shorten-old
+    match: {{role: tool}}
+    action: {{truncate: {{head: 20, tail: 20, save: true}}}}
+"""
+
+
+def test_truncate_with_save_names_the_saved_whole_and_a_pruned_copy_says_it_is_gone(tmp_path, monkeypatch):
+    ruleset = load_rules(TRUNCATING.format(folder=tmp_path))
+    compacted = compact(_history(), ruleset).messages
+    saved = FolderStore(tmp_path).saved(content_id(ORIGINAL))
+    omitted = len(ORIGINAL) - 40
+    assert compacted[2]["content"] == (
+        ORIGINAL[:20] + f"\n[... {omitted} chars cleared to save space; the full result is saved in {saved.path}: "
+        "read that file to see all of it ...]\n" + ORIGINAL[-20:])
+    assert compact(compacted, ruleset).messages == compacted
+    Path(saved.path).unlink()
+    gone = compact(compacted, ruleset).messages
+    assert gone[2]["content"] == (ORIGINAL[:20] + "\n[... part cleared to save space; its saved copy has since been "
+                                  "removed from the store ...]\n" + ORIGINAL[-20:])
+    assert compact(gone, ruleset).messages == gone
+    monkeypatch.delenv(ENV_STORE, raising=False)
+    with pytest.raises(ConfigError, match=r"save: true needs a store .* \(at rules\[1\]\.action\.truncate\.save\)"):
+        load_rules(TRUNCATING.format(folder=tmp_path).replace(f"store: {tmp_path}\n", ""))

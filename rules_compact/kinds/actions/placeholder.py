@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from operator import is_
 
 from ...language.templates import RESULT_VARIABLES, SAVED_VARIABLES, VARIABLE_LENGTH, Template, Variables
-from ...store import FolderStore, StoreError
+from ...store import NO_STORE, FolderStore, StoreError, names_missing
 from ..base import Action, ActionKind, with_defaults, RESULT
 
 SAVED_TO_FILE = ("[{tool_name} result cleared to save space ({saved_lines} lines); the full result is saved "
@@ -15,10 +14,6 @@ SAVED_AS_ID = ("[{tool_name} result cleared to save space ({saved_lines} lines);
                "call recall_result with id {saved} to see it again]")
 GONE = ("[{tool_name} result cleared to save space; its saved copy has since been removed from the store: "
         "call {tool_name} again if you need it]")
-NO_STORE = ("save: true needs a store to save to: add `store: FOLDER` to this rule file, set "
-            "RULES_COMPACT_STORE=FOLDER in the environment, or install a plugin that supplies one "
-            "(rules_compact_store)")
-SAVED_ID = re.compile(r"[0-9a-f]{64}")  # a content id, as a placeholder names it
 
 
 def compile_placeholder(options, ctx, path) -> Action:
@@ -93,7 +88,7 @@ def compile_placeholder(options, ctx, path) -> Action:
                 values = Variables(current, name, call_ids[index], estimate, call_of(index))
                 if template.recognises(current, values) or (summary is not None
                                                             and summary.recognises(current, values)):
-                    if store is not None and _pruned(store, current):  # never a pointer to nothing
+                    if store is not None and names_missing(store, current):  # never a pointer to nothing
                         return gone.render(values), None
                     # already a placeholder: the same text again when the plain string is asked for
                     return (current if as_string and not isinstance(ed.result_content_at(index), str) else None), None
@@ -164,15 +159,6 @@ def _render(template, values, estimate, allow_larger: bool) -> tuple[str | None,
     if not allow_larger and tokens > values["tokens"]:
         return None, _larger(tokens, values["tokens"])
     return new, None
-
-
-def _pruned(store, text: str) -> bool:
-    """Whether a placeholder names a saved result the store no longer holds (a store that
-    cannot tell: no)."""
-    try:
-        return any(store.saved(found) is None for found in SAVED_ID.findall(text))
-    except StoreError:
-        return False
 
 
 def _larger(tokens: int, result: int) -> str:
