@@ -5,7 +5,7 @@ from __future__ import annotations
 from operator import is_
 
 from ...language.templates import RESULT_VARIABLES, SAVED_VARIABLES, VARIABLE_LENGTH, Template, Variables
-from ...store import NO_STORE, FolderStore, StoreError, names_missing
+from ...store import NO_STORE, FolderStore, Saved, StoreError, content_id, names_missing
 from ..base import Action, ActionKind, with_defaults, RESULT
 
 SAVED_TO_FILE = ("[{tool_name} result cleared to save space ({saved_lines} lines); the full result is saved "
@@ -114,6 +114,10 @@ def compile_placeholder(options, ctx, path) -> Action:
             link = call_of(index)
             if store is not None:  # saved on every render: a copy pruned since is saved again
                 values = Variables(current, name, call_ids[index], estimate, link, store.save)
+                least = _render(template, Variables(current, name, call_ids[index], estimate, link, _unsaved),
+                                estimate, allow_larger)  # no {saved} is shorter than an id: too large, not saved
+                if least[0] is None:
+                    return least
                 try:
                     return _render(template, values, estimate, allow_larger)
                 except StoreError as exc:
@@ -159,6 +163,11 @@ def _render(template, values, estimate, allow_larger: bool) -> tuple[str | None,
     if not allow_larger and tokens > values["tokens"]:
         return None, _larger(tokens, values["tokens"])
     return new, None
+
+
+def _unsaved(text: str) -> Saved:
+    """What a save could give at the shortest: a Saved of the id alone, nothing written."""
+    return Saved(content_id(text), None, len(text.splitlines()))
 
 
 def _larger(tokens: int, result: int) -> str:
