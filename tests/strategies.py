@@ -16,9 +16,12 @@ The hypothesis profiles (``ci``, ``thorough``, ``long``) are registered in conft
 
 from __future__ import annotations
 
+import atexit
 import copy
 import itertools
 import json
+import shutil
+import tempfile
 from typing import Any
 
 import yaml
@@ -551,6 +554,14 @@ _placeholder_actions = st.one_of(
         "as_string": _booleans,
     })),
 )
+#: Where generated rule files that save what they clear save it (removed when the tests end).
+STORE_FOLDER = tempfile.mkdtemp(prefix="rules-compact-test-store-")
+atexit.register(shutil.rmtree, STORE_FOLDER, True)
+_saving_actions = st.builds(lambda o: {"placeholder": {"save": True, **o}}, st.fixed_dictionaries({}, optional={
+    "text": st.just("[{tool_name} cleared: read {saved} ({saved_lines} lines)]"),
+    "as_string": _booleans,
+}))
+_placeholder_actions = st.one_of(_placeholder_actions, _saving_actions)
 _truncate_actions = st.one_of(
     st.just("truncate"),
     st.builds(lambda o: {"truncate": o}, st.fixed_dictionaries({}, optional={
@@ -560,6 +571,9 @@ _truncate_actions = st.one_of(
         "as_string": _booleans,
     })),
 )
+_truncate_actions = st.one_of(_truncate_actions, st.builds(
+    lambda head, tail: {"truncate": {"head": head, "tail": tail, "save": True}},
+    st.sampled_from([0, 5, 200]), st.sampled_from([0, 5, 200])))
 _strip_actions = st.one_of(
     st.just("strip-text"), st.just({"strip-text": None}),
     st.builds(lambda o: {"strip-text": o}, st.fixed_dictionaries({}, optional={
@@ -622,7 +636,7 @@ _tools_sections = st.dictionaries(
 
 #: Every top-level key the strategies write.
 TOP_LEVEL_KEYS = ["version", "name", "description", "enabled", "extends", "remove_rules", "trigger", "step", "budget",
-                  "defaults", "error_when", "undeclared", "plugin_tools", "tools", "rules"]
+                  "defaults", "store", "error_when", "undeclared", "plugin_tools", "tools", "rules"]
 
 
 @st.composite
@@ -651,13 +665,14 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 4) -> dict:
                                                     {"price_ratio": st.sampled_from([1.5, 10, 12.5])},
                                                     optional={"factor": st.sampled_from([0.5, 1, 1.5])})}),
     }
-    assert set(optional) | {"version", "name", "rules", "extends", "remove_rules"} == set(TOP_LEVEL_KEYS)
+    assert set(optional) | {"version", "name", "rules", "extends", "remove_rules", "store"} == set(TOP_LEVEL_KEYS)
     data: dict[str, Any] = {"version": 1, "name": draw(st.sampled_from(["gen", "gen-ü", "second"]))}
     data.update(draw(st.fixed_dictionaries({}, optional=optional)))
+    data = _with_store(data)
     count = draw(st.integers(0, max_rules))
     if draw(st.integers(0, 5)):
         data["rules"] = [draw(_rule(f"r{i}")) for i in range(count)]
-        return data
+        return _with_store(data)
     data["extends"] = "default"
     removed = draw(st.lists(st.sampled_from(DEFAULT_RULE_NAMES), unique=True, max_size=2))
     if removed:
@@ -667,6 +682,13 @@ def rule_files(draw, idempotent: bool = True, max_rules: int = 4) -> dict:
                           unique=True, max_size=count))
     if names or draw(st.booleans()):
         data["rules"] = [draw(_rule(n, [a for a in inherited if a != n])) for n in names]
+    return _with_store(data)
+
+
+def _with_store(data: dict) -> dict:
+    """A rule file with a store: when an action saves what it clears."""
+    if '"save": true' in json.dumps(data.get("rules", [])):
+        data["store"] = {"folder": STORE_FOLDER}
     return data
 
 
@@ -681,9 +703,10 @@ def settling_rule_files(draw, max_rules: int = 3) -> dict:
     """A rule file of the matchers whose answers settle as the history grows (``superseded``,
     ages, ``in_tail``) with keep and placeholder: the rule files a Compactor resumes with."""
     count = draw(st.integers(2, max_rules))
-    return {"version": 1, "name": "settling", "rules": [
-        {"name": f"r{i}", "match": draw(_settling_matchers), "action": draw(st.sampled_from(["keep", "placeholder"]))}
-        for i in range(count)]}
+    return _with_store({"version": 1, "name": "settling", "rules": [
+        {"name": f"r{i}", "match": draw(_settling_matchers),
+         "action": draw(st.sampled_from(["keep", "placeholder", {"placeholder": {"save": True}}]))}
+        for i in range(count)]})
 
 
 def to_ruleset(data: dict, file: str = "<generated>") -> RuleSet:

@@ -15,7 +15,7 @@ from rules_compact import ConfigError, InputError, RuleSet, check_rules, load_ru
 from rules_compact.language import loader
 from rules_compact.kinds.estimators import ESTIMATORS
 from rules_compact.language.schema import rule_schema
-from rules_compact.language.templates import RESULT_VARIABLES
+from rules_compact.language.templates import RESULT_VARIABLES, SAVED_VARIABLES
 
 
 
@@ -48,6 +48,7 @@ ACTION_ENUM = ", ".join(_ACTION[0]["enum"])
 ALLOWED_ACTIONS = ", ".join(sorted(_ACTION[1]["properties"]))
 ESTIMATOR_NAMES = ", ".join(_estimators())
 VARS = ", ".join(f"{{{v}}}" for v in RESULT_VARIABLES)
+ACTION_VARS = ", ".join(f"{{{v}}}" for v in RESULT_VARIABLES + SAVED_VARIABLES)  # a placeholder action's own text
 
 
 def Y(*lines: str) -> str:
@@ -317,7 +318,7 @@ CASES = [
         id="bad-jmespath-where"),
     pytest.param(
         R("  - name: a", '    match: {role: tool}', '    action: {placeholder: "[{tool} cleared]"}'),
-        [f"rules.yaml:6:27: unknown template variable {{tool}} in '[{{tool}} cleared]'; allowed: {VARS} "
+        [f"rules.yaml:6:27: unknown template variable {{tool}} in '[{{tool}} cleared]'; allowed: {ACTION_VARS} "
          "(at rules[0].action.placeholder)"],
         id="unknown-variable-placeholder"),
     pytest.param(
@@ -329,7 +330,7 @@ CASES = [
         R("  - name: a", "    match: {role: tool}", "    action:",
           '      truncate: {head: 10, marker: "... {omitted} of {total} ..."}'),
         [f"rules.yaml:7:36: unknown template variable {{total}} in '... {{omitted}} of {{total}} ...'; "
-         f"allowed: {VARS}, {{omitted}} (at rules[0].action.truncate.marker)"],
+         f"allowed: {VARS}, {{omitted}}, {{saved}}, {{saved_lines}} (at rules[0].action.truncate.marker)"],
         id="unknown-variable-truncate-marker"),
     pytest.param(
         Y("version: 1", "name: x", "tools:", '  Read: {compact: false, placeholder: "{bad}"}', "rules: []"),
@@ -463,7 +464,7 @@ CASES = [
          "rules.yaml:7:11: duplicate rule name 'a' (at rules[1].name)",
          "rules.yaml:8:20: invalid JMESPath expression 'foo bar': Unexpected token: bar: Parse error at "
          'column 4, token "bar" (UNQUOTED_IDENTIFIER) (at rules[1].match.where)',
-         f"rules.yaml:9:27: unknown template variable {{nope}} in '{{nope}}'; allowed: {VARS} "
+         f"rules.yaml:9:27: unknown template variable {{nope}} in '{{nope}}'; allowed: {ACTION_VARS} "
          "(at rules[1].action.placeholder)",
          "rules.yaml:12:33: width 200 of {tool_name:>200} in '{tool_name:>200}' is over the limit of 100 "
          "(at rules[2].action.truncate.marker)"],

@@ -555,3 +555,28 @@ def test_start_up_errors_are_one_line_with_apply_s_exit_codes(tmp_path, capsys, 
     assert main(["serve"]) == 2
     assert capsys.readouterr().err == ("rules-compact: error: serve needs the serve extra (starlette is not "
                                        "installed): pip install 'rules-compact[serve]'\n")
+
+
+def test_a_cleared_results_saved_path_is_readable_beside_the_proxy_and_holds_exactly_the_original(
+        start, upstream, tmp_path):
+    rules = load_rules(f"""
+version: 1
+name: recoverable
+store: {tmp_path / 'saved'}
+rules:
+  - {{name: keep-newest, match: {{age: {{unit: tool_results, lt: 1}}}}, action: keep}}
+  - {{name: clear-old, match: {{role: tool}}, action: {{placeholder: {{save: true}}}}}}
+""")
+    served = start(rules=(rules,))
+    client = anthropic.Anthropic(base_url=served.url, api_key=SECRET, max_retries=0)
+    for rounds in (2, 3):  # a later round names the same file: the prompt prefix stays byte-stable
+        client.messages.create(model="claude-x", max_tokens=10, messages=anthropic_messages(rounds))
+    first, second = upstream.requests
+    placeholder = first.json["messages"][2]["content"][0]["content"]
+    found = re.search(r"saved in (\S+\.txt): read that file", placeholder)
+    assert found and placeholder.startswith("[read result cleared to save space (201 lines)")
+    with open(found[1], encoding="utf-8") as fh:
+        assert fh.read() == BIG + "end of f0"
+    assert second.json["messages"][2] == first.json["messages"][2]
+    assert sorted(os.listdir(tmp_path / "saved")) == sorted(os.path.basename(re.search(
+        r"saved in (\S+\.txt)", m["content"][0]["content"])[1]) for m in second.json["messages"][2:5:2])

@@ -63,7 +63,7 @@ from ..formats import OPENAI_CACHE_CONTROL, count_breakpoints
 from ..jsontext import loads_held
 from ._common import Hook, OnCompact, Rules, Translated, noted
 
-__all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "translated", "compact_messages"]
+__all__ = ["RulesCompactMiddleware", "to_openai", "apply_changes", "translated", "compact_messages", "recall_tool"]
 
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
@@ -221,3 +221,16 @@ class RulesCompactMiddleware(AgentMiddleware):
                                ) -> ModelResponse | AIMessage:
         return await handler(await asyncio.to_thread(self._request, request) if self.offload
                              else self._request(request))
+
+
+def recall_tool(source: Any = None):
+    """The ``recall_result`` tool (a ``StructuredTool``) that reads back what a ``placeholder:
+    {save: true}`` cleared, from ``source``: a Store, or the rules (as the middleware takes them)
+    whose store it is.  An unknown or removed id, a bad range or pattern is a ToolMessage with
+    ``status="error"`` saying why."""
+    from langchain_core.tools import StructuredTool, ToolException
+
+    from .recall_result import DESCRIPTION, NAME, tool_function
+
+    return StructuredTool.from_function(tool_function(source, ToolException), name=NAME, description=DESCRIPTION,
+                                        parse_docstring=True, handle_tool_error=True)

@@ -43,7 +43,7 @@ from typing import Any
 from ._common import Hook, OnCompact, Rules, noted
 from .tracing import attributes
 
-__all__ = ["input_filter", "compact_items"]
+__all__ = ["input_filter", "compact_items", "recall_tool"]
 
 
 class _SameItems:
@@ -110,3 +110,15 @@ def input_filter(rules: Rules = None, *, on_compact: OnCompact | None = None, na
     chosen = rules_compact_input_filter_offloaded if offload else rules_compact_input_filter
     chosen.session = hook.session  # type: ignore[attr-defined]
     return chosen
+
+
+def recall_tool(source: Any = None):
+    """The ``recall_result`` function tool (for ``Agent(tools=[...])``) that reads back what a
+    ``placeholder: {save: true}`` cleared, from ``source``: a Store, or the rules whose store it
+    is.  A failed recall is the tool's output, saying why."""
+    from agents import function_tool
+
+    from .recall_result import NAME, tool_function
+
+    return function_tool(tool_function(source, RuntimeError), name_override=NAME,
+                         failure_error_function=lambda ctx, error: f"Error: {error}")

@@ -80,7 +80,8 @@ from pydantic_ai.messages import CachePoint, ModelMessage, ModelRequest, ModelRe
 
 from ._common import Hook, OnCompact, Rules, Translated
 
-__all__ = ["history_processor", "RulesCompactCapability", "to_anthropic", "from_anthropic", "translated", "compact_history"]
+__all__ = ["history_processor", "RulesCompactCapability", "to_anthropic", "from_anthropic", "translated", "compact_history",
+           "recall_tool"]
 
 TAG = "_rules_compact_part"  # the part index a block stands for (a private key, never sent)
 ERROR_OUTCOMES = frozenset({"failed", "retried"})
@@ -341,3 +342,15 @@ try:
     RulesCompactCapability = _capability_class()
 except ImportError:  # pydantic-ai 1.x has no capabilities: use history_processor
     RulesCompactCapability = None  # type: ignore[assignment]
+
+
+def recall_tool(source: Any = None):
+    """The ``recall_result`` tool (a pydantic-ai ``Tool``, for ``Agent(tools=[...])``) that reads
+    back what a ``placeholder: {save: true}`` cleared, from ``source``: a Store, or the rules
+    whose store it is.  A failed recall is answered ``Error: ...`` (not a retry, which a model that
+    asks again for a removed id would exhaust)."""
+    from pydantic_ai import Tool
+
+    from .recall_result import NAME, tool_function
+
+    return Tool(tool_function(source), name=NAME, takes_ctx=False, docstring_format="google")

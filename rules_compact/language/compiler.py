@@ -35,6 +35,7 @@ class CompileContext:
         self.problems: list[Problem] = []
         self.patterns: list[Callable[[str], bool]] = []  # what ``compacted`` recognises
         self.rule: str | None = None  # the rule being compiled (None: error_when), for plugins' failures
+        self.store = None  # where actions with save: true save what they clear (None: no store configured)
 
     def locate(self, path: str) -> tuple[int, int]:
         return locate(self.marks, path)
@@ -186,7 +187,7 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
         placeholder_allow_larger=defaults.get("placeholder_allow_larger", False),
         tools=ToolTable.of(specs, data.get("undeclared", "compact")),
         error_when=error_when, rules=tuple(rules),
-        compacted_patterns=tuple(patterns), source=source, chains=_chains(rules),
+        compacted_patterns=tuple(patterns), source=source, chains=_chains(rules), store=ctx.store,
     )
 
 

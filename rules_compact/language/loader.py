@@ -17,6 +17,7 @@ from ..limits import max_rules_bytes, read_at_most
 from .model import RuleSet
 from ..plugins.manager import registry
 from ..resources import bundled_rules, preset_names
+from ..store import Store, open_store
 from .schema import extended_schema, rule_schema, schema_problems
 from .yamlsource import entries, load_yaml
 
@@ -24,19 +25,20 @@ __all__ = ["load_rules", "parse_rules", "check_rules", "read_source", "raw_rules
 
 
 def load_rules(source: str | os.PathLike, *, keep: int | None = None,
-               exclude_tools: Sequence[str] | None = None) -> RuleSet:
+               exclude_tools: Sequence[str] | None = None, store: Store | None = None) -> RuleSet:
     """A RuleSet from a path, ``default``, ``preset:NAME``, or YAML text.
 
     ``keep`` and ``exclude_tools``, as LangChain's ``ClearToolUsesEdit`` takes them: how many
     recent items the rules keep (the rules' one window of recent items moved), and tools whose
     results are never cleared (:mod:`rules_compact.language.builder`); the result is validated
-    like a file.  Raises ConfigError (``.problems``) for an invalid rule file or parameter,
+    like a file.  ``store``: where ``save: true`` saves, over the file's ``store:`` key
+    (:func:`rules_compact.store.open_store`).  Raises ConfigError (``.problems``) for an invalid rule file or parameter,
     InputError for one that cannot be read (missing, a folder, no such preset) or a source that
     is no str or path."""
     text, file = read_source(source)
     if keep is not None or exclude_tools is not None:
         text, file = with_parameters(text, file, keep, exclude_tools)
-    return parse_rules(text, file)
+    return parse_rules(text, file, store=store)
 
 
 def read_source(source: str | os.PathLike) -> tuple[str, str]:
@@ -89,10 +91,11 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: C://x 
 Reader = Callable[[str], "tuple[str, str]"]
 
 
-def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None) -> RuleSet:
+def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None,
+                store: Store | None = None) -> RuleSet:
     """Parse, validate and compile rule-file text (and the files it extends, read by ``read``:
     from disk and the bundled rules by default; :mod:`rules_compact.batch` passes the texts it
-    shipped to a worker)."""
+    shipped to a worker); ``store`` as for :func:`load_rules`."""
     if not isinstance(text, str) or not isinstance(file, str):
         wrong = ("text", text) if not isinstance(text, str) else ("file", file)
         raise InputError(f"parse_rules takes the rule file's {wrong[0]} as a str, got {type_name(wrong[1])}"
@@ -101,6 +104,10 @@ def parse_rules(text: str, file: str = "<string>", *, read: Reader | None = None
     layers = _chain(text, file, reg, read or read_source)
     child = layers[-1]
     data, entries = merge_layers(layers)
+    opened = open_store(store if store is not None else data.get("store"),
+                        Path(file).parent if file != "<string>" else None, plugin=reg.store)
+    for layer in layers:
+        layer.ctx.store = opened
     settle_conflicts(child.ctx, data, reg.conflicts)
     ruleset = compile_ruleset(data, child.ctx, file, reg.tools, entries)
     problems = [p for layer in layers for p in layer.ctx.problems]

@@ -12,6 +12,7 @@ from .templates import Template
 
 if TYPE_CHECKING:
     from ..kinds.base import Action, Matcher
+    from ..store import Store
 
 __all__ = ["ToolSpec", "ToolTable", "Trigger", "PayBack", "Step", "Budget", "Rule", "RuleSet"]
 
@@ -173,6 +174,8 @@ class RuleSet:
     chains: dict[str, tuple[tuple[Rule, Matcher | bool], ...]] = field(default_factory=dict, compare=False)
     # the files it was read from: its own and those it extends (none for rule-file text)
     files: tuple[str, ...] = field(default=(), compare=False)
+    # where its actions with save: true save what they clear, and what reads it back
+    store: Store | None = field(default=None, compare=False)
 
     @property
     def idempotent(self) -> bool:

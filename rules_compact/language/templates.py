@@ -12,12 +12,14 @@ from ..kinds.estimators import utf8_len
 from ..limits import MAX_FORMAT_WIDTH, MAX_TEMPLATE_CHARS
 from .regexes import compile_regex, escape
 
-__all__ = ["Template", "TemplateError", "RESULT_VARIABLES", "Variables", "result_variables"]
+__all__ = ["Template", "TemplateError", "RESULT_VARIABLES", "SAVED_VARIABLES", "Variables", "result_variables"]
 
 RESULT_VARIABLES = ("tool_name", "tool_call_id", "chars", "bytes", "tokens", "lines", "args", "names")
+SAVED_VARIABLES = ("saved", "saved_lines")  # a placeholder that saves what it clears (save: true)
 VARIABLE_LENGTH = frozenset({"args", "names"})  # fields that can make a placeholder larger than its result
 SAMPLE = {"tool_name": "Read", "tool_call_id": "call_1", "chars": 1, "bytes": 1, "tokens": 1, "lines": 1,
-          "omitted": 1, "summary": "s", "args": "src/x.py", "names": "src/x.py"}
+          "omitted": 1, "summary": "s", "args": "src/x.py", "names": "src/x.py", "saved": "0" * 64,
+          "saved_lines": 1}
 ARGS_CHARS = 120  # {args}: at most this many characters
 NAMES = 8  # {names}: at most this many names
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{7,}")  # a path or identifier, as reference recall counts them
@@ -83,7 +85,7 @@ class Template:
             regex.append(escape(literal))
             if field in ("tool_name", "tool_call_id"):
                 regex.append(escape(format(str(values[field]), spec or "")))
-            elif field in ("chars", "bytes", "tokens", "lines", "omitted"):
+            elif field in ("chars", "bytes", "tokens", "lines", "omitted", "saved_lines"):
                 regex.append(r"[0-9,._ ]*")
             elif field is not None:
                 regex.append(".*?")
@@ -130,16 +132,18 @@ def result_variables(text: str, tool_name: str | None, tool_call_id: str | None,
 
 
 class Variables(dict):
-    """The variables of a placeholder, measured on the text it replaces (and ``args`` on its
-    ``call``) when first read."""
+    """The variables of a placeholder, measured on the text it replaces (``args`` on its
+    ``call``; ``saved`` and ``saved_lines`` by saving it with ``save``, a store's) when first read."""
 
-    __slots__ = ("_text", "_estimate", "_call")
+    __slots__ = ("_text", "_estimate", "_call", "_save")
 
-    def __init__(self, text: str, tool_name: str | None, tool_call_id: str | None, estimate, call: Any = None):
+    def __init__(self, text: str, tool_name: str | None, tool_call_id: str | None, estimate, call: Any = None,
+                 save: Any = None):
         dict.__init__(self, tool_name=tool_name or "unknown", tool_call_id=tool_call_id or "")
         self._text = text
         self._estimate = estimate
         self._call = call
+        self._save = save
 
     def __missing__(self, key: str):
         text = self._text
@@ -155,6 +159,10 @@ class Variables(dict):
             value = args_text(decode_args(self._call))
         elif key == "names":
             value = " ".join(names_in(text, NAMES))
+        elif key in SAVED_VARIABLES and self._save is not None:
+            saved = self._save(text)
+            self["saved"], self["saved_lines"] = saved.where, saved.lines
+            return self[key]
         else:
             raise KeyError(key)
         self[key] = value

@@ -19,9 +19,10 @@ from ..formats import FORMATS, Format
 from ..kinds.base import Action, ActionKind, EditError, Matcher, MatcherKind, predicate_matcher
 from ..kinds.estimators import Estimator
 from ..readers.base import Draft, LogError, Reader
+from ..store import Saved, StoreError, is_content_id
 
 __all__ = ["FAILURES", "failure", "guarded", "matcher_kind", "action_kind", "edit_problem", "estimator", "reader",
-           "READER_KINDS"]
+           "READER_KINDS", "store"]
 
 FAILURES = (Exception, SystemExit)  # what a plugin's function raising is its failure (Ctrl-C is not)
 READER_KINDS = ("lines", "object", "list")
@@ -198,3 +199,40 @@ def reader(given: Any, plugin: str) -> Reader:
         return drafts
 
     return Reader(name, given.kind, detect, read)
+
+
+class GuardedStore:
+    """A plugin's store, the same but for its failures: each is a StoreError naming the plugin
+    (a placeholder then leaves its result as it is, with a note), as is a ``save`` that does not
+    give a Saved of the content's id."""
+
+    def __init__(self, store: Any, plugin: str):
+        self.store, self.plugin = store, plugin
+
+    def __repr__(self) -> str:
+        return f"{self.store!r} (plugin {self.plugin})"
+
+    def _call(self, method: str, *args):
+        try:
+            return getattr(self.store, method)(*args)
+        except StoreError:
+            raise
+        except FAILURES as exc:
+            raise StoreError(f"plugin {self.plugin}: store.{method} raised {failure(exc)}") from exc
+
+    def save(self, content: str) -> Saved:
+        saved = self._call("save", content)
+        if not isinstance(saved, Saved) or not is_content_id(saved.id):
+            raise StoreError(f"plugin {self.plugin}: store.save must return a Saved with the content's id "
+                             f"(rules_compact.store.content_id), got {type_name(saved)}")
+        return saved
+
+    def load(self, id: str) -> str | None:
+        return self._call("load", id)
+
+    def saved(self, id: str) -> Saved | None:
+        return self._call("saved", id)
+
+
+def store(store: Any, plugin: str) -> GuardedStore:
+    return GuardedStore(store, plugin)

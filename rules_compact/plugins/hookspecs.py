@@ -2,7 +2,8 @@
 and expose the module through the ``rules_compact`` entry-point group; docs/plugins.md
 documents each hook with a complete example.
 
-Every hook takes no arguments and returns a list (a dict for estimators) or None.  Hooks
+Every hook takes no arguments and returns a list (a dict for estimators, a store for
+``rules_compact_store``) or None.  Hooks
 are called once per process, when the registry is first needed; what they return is
 validated, and a plugin that returns something invalid, or raises (SystemExit too), is
 reported and skipped.  The functions they return are wrapped (guard.py): one that fails
@@ -68,4 +69,14 @@ def rules_compact_readers():
     says whether the content is the reader's; ``read(data)`` returns a list of ``Draft``
     (messages in an API format, the source format's name, notes).  Plugin readers are tried
     before the built-in ones, in plugin order.
+    """
+
+
+@hookspec
+def rules_compact_store():
+    """Supply the store that ``placeholder: {save: true}`` saves cleared results to, when the
+    rule file has no ``store:`` key and ``RULES_COMPACT_STORE`` is unset: an object with
+    ``save(content) -> Saved``, ``load(id) -> str | None`` and ``saved(id) -> Saved | None``
+    (:class:`rules_compact.store.Store`; ids are :func:`rules_compact.store.content_id`), or
+    None.  At most one plugin may supply a store.
     """

@@ -33,6 +33,7 @@ from ..kinds.estimators import Estimator, as_estimator
 from ..language.model import ToolSpec
 from ..language.templates import RESULT_VARIABLES, Template, TemplateError
 from ..readers.base import Reader
+from ..store import Store
 
 __all__ = ["Registry", "PluginFailure", "PluginError", "registry", "plugin_manager", "ENTRY_POINT_GROUP",
            "ENV_PLUGINS", "BUILTIN", "reset", "use_plugins", "tool_spec", "call_args", "HOOKS"]
@@ -41,7 +42,7 @@ ENTRY_POINT_GROUP = "rules_compact"
 ENV_PLUGINS = "RULES_COMPACT_PLUGINS"
 BUILTIN = "rules_compact.builtin"
 HOOKS = ("rules_compact_tools", "rules_compact_matchers", "rules_compact_actions", "rules_compact_estimators",
-         "rules_compact_readers")
+         "rules_compact_readers", "rules_compact_store")
 TOOL_KEYS = ("name", "compact", "placeholder", "summarize")
 
 
@@ -72,6 +73,7 @@ class Registry:
     # ("matcher" | "action" | "estimator" | "reader", name) -> the plugin that added it
     owners: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
     files: tuple[str, ...] = ()  # the source files of the plugins' modules (never a command's output)
+    store: Any = None  # the Store a plugin supplies (rules_compact_store), for rule files that name none
 
 
 def call_args(call: dict | None) -> Any:
@@ -243,6 +245,7 @@ class _Contribution:
     estimators: dict[str, Estimator] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     readers: dict[str, Reader] = field(default_factory=dict)
+    store: Any = None
 
 
 def _results(pm: pluggy.PluginManager, plugin: str, hook: str) -> list:
@@ -282,6 +285,16 @@ def _contribution(pm: pluggy.PluginManager, plugin: str, owners: dict[tuple[str,
             if owner is not None:
                 raise PluginError(f"reader {reader.name!r} is already defined by plugin {owner}")
             out.readers[reader.name] = reader
+    for result in _results(pm, plugin, "rules_compact_store"):
+        if result is None:
+            continue
+        if not isinstance(result, Store):
+            raise PluginError(f"rules_compact_store() must return a store with save(content), load(id) and "
+                              f"saved(id) methods, got {type(result).__name__}")
+        owner = owners.get(("store", "")) or (plugin if out.store is not None else None)
+        if owner is not None:
+            raise PluginError(f"a store is already supplied by plugin {owner}")
+        out.store = result if plugin == BUILTIN else guard.store(result, plugin)
     for result in _results(pm, plugin, "rules_compact_tools"):
         for raw in _listed(result, "rules_compact_tools") if result is not None else ():
             spec = tool_spec(raw, plugin)
@@ -304,6 +317,7 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
     readers: dict[str, Reader] = {}
     owners: dict[tuple[str, str], str] = {}
     conflicts = []
+    store = None
     for name, version in loaded:
         try:
             part = _contribution(pm, name, owners)
@@ -314,6 +328,8 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
             pm.unregister(name=name)
             continue
         plugins.append((name, version))
+        if part.store is not None:
+            store, owners[("store", "")] = part.store, name
         for label, kinds, target in (("matcher", part.matchers, matchers), ("action", part.actions, actions),
                                      ("estimator", part.estimators, estimators),
                                      ("reader", part.readers, readers)):
@@ -327,7 +343,7 @@ def _build(pm: pluggy.PluginManager, failures: Iterable[PluginFailure], loaded: 
                 conflicts.append((other, spec))
     return Registry(matchers=matchers, actions=actions, estimators=estimators, tools=tuple(tools.values()),
                     conflicts=tuple(conflicts), failures=tuple(failures), plugins=tuple(plugins),
-                    readers=tuple(readers.values()), owners=owners,
+                    readers=tuple(readers.values()), owners=owners, store=store,
                     files=tuple(filter(None, (_module_file(pm.get_plugin(name)) for name, _ in plugins))))
 
 

@@ -4,13 +4,37 @@ from __future__ import annotations
 
 from operator import is_
 
-from ...language.templates import VARIABLE_LENGTH, Variables
+from ...language.templates import RESULT_VARIABLES, SAVED_VARIABLES, VARIABLE_LENGTH, Template, Variables
+from ...store import NO_STORE, FolderStore, Saved, StoreError, content_id, names_missing
 from ..base import Action, ActionKind, with_defaults, RESULT
+
+SAVED_TO_FILE = ("[{tool_name} result cleared to save space ({saved_lines} lines); the full result is saved "
+                 "in {saved}: read that file to see it again]")
+SAVED_AS_ID = ("[{tool_name} result cleared to save space ({saved_lines} lines); the full result is saved: "
+               "call recall_result with id {saved} to see it again]")
+GONE = ("[{tool_name} result cleared to save space; its saved copy has since been removed from the store: "
+        "call {tool_name} again if you need it]")
+
 
 def compile_placeholder(options, ctx, path) -> Action:
     text_path = path if isinstance(options, str) else f"{path}.text"
     options = with_defaults({"text": options} if isinstance(options, str) else options, SCHEMA)
-    explicit = ctx.template(options["text"], text_path) if options.get("text") else None
+    store = ctx.store if options["save"] else None
+    if options["save"] and store is None:
+        ctx.problem(f"{path}.save", NO_STORE)
+    text = options.get("text") or (None if store is None else
+                                   SAVED_TO_FILE if isinstance(store, FolderStore) else SAVED_AS_ID)
+    explicit = ctx.template(text, text_path, extra=SAVED_VARIABLES) if text else None
+    if explicit is not None and options["save"] and "saved" not in explicit.variables:
+        ctx.problem(text_path, f"save: true saves what {text!r} clears, but the template does not say where: "
+                               "add {saved} (the file or the id to read it back from)")
+    elif explicit is not None and not options["save"] and set(SAVED_VARIABLES) & set(explicit.variables):
+        ctx.problem(text_path, f"{text!r}: {{saved}} and {{saved_lines}} need save: true on this placeholder "
+                               "action")
+        explicit = None
+    gone = Template.compile(GONE, RESULT_VARIABLES) if store is not None else None
+    if gone is not None:
+        ctx.recognise(gone.matches_any)
     summary = ctx.template(options["summary_text"], f"{path}.summary_text",
                            extra=("summary",)) if options["summary"] else None
     as_string = options["as_string"]
@@ -64,8 +88,12 @@ def compile_placeholder(options, ctx, path) -> Action:
                 values = Variables(current, name, call_ids[index], estimate, call_of(index))
                 if template.recognises(current, values) or (summary is not None
                                                             and summary.recognises(current, values)):
+                    if store is not None and names_missing(store, current):  # never a pointer to nothing
+                        return gone.render(values), None
                     # already a placeholder: the same text again when the plain string is asked for
                     return (current if as_string and not isinstance(ed.result_content_at(index), str) else None), None
+            if gone is not None and gone.matches_any(current):
+                return None, None
             if summary is not None and spec is not None and spec.summarize is not None:
                 link = call_of(index)
                 values = values or Variables(current, name, call_ids[index], estimate, link)
@@ -84,6 +112,16 @@ def compile_placeholder(options, ctx, path) -> Action:
                     return None, _larger(tokens, _tokens_of(index, current))
                 return fixed, failed
             link = call_of(index)
+            if store is not None:  # saved on every render: a copy pruned since is saved again
+                values = Variables(current, name, call_ids[index], estimate, link, store.save)
+                least = _render(template, Variables(current, name, call_ids[index], estimate, link, _unsaved),
+                                estimate, allow_larger)  # no {saved} is shorter than an id: too large, not saved
+                if least[0] is None:
+                    return least
+                try:
+                    return _render(template, values, estimate, allow_larger)
+                except StoreError as exc:
+                    return None, f"left as it is: {exc}"
             key = (current, template, link, name, call_ids[index])  # what the render reads
             known = rendered.get(id(current))
             if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
@@ -127,6 +165,11 @@ def _render(template, values, estimate, allow_larger: bool) -> tuple[str | None,
     return new, None
 
 
+def _unsaved(text: str) -> Saved:
+    """What a save could give at the shortest: a Saved of the id alone, nothing written."""
+    return Saved(content_id(text), None, len(text.splitlines()))
+
+
 def _larger(tokens: int, result: int) -> str:
     return f"left as it is: the placeholder ({tokens} tokens) is larger than the result ({result})"
 
@@ -157,6 +200,15 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                                            'for placeholder plus {summary}. Default '
                                                            "'[Previous: used {tool_name}: {summary}]'.",
                                             'maxLength': 2000},
+                           'save': {'default': False,
+                                    'type': 'boolean',
+                                    'description': "Save the result's exact content to the store (the rule "
+                                                   "file's store:, RULES_COMPACT_STORE, or a plugin's) under "
+                                                   'its sha256, so that the agent can read it back; the '
+                                                   'template gets {saved} (the file, or the id for a store '
+                                                   'without files) and {saved_lines}, and by default says '
+                                                   'where to read it. A placeholder naming a saved copy the '
+                                                   'store no longer holds becomes one saying it is gone.'},
                            'allow_larger': {'type': 'boolean',
                                             'description': 'Replace a result even with a placeholder larger '
                                                            'than it (in estimated tokens), as a tool that '
@@ -171,5 +223,5 @@ SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
                                                         'tool_result block.'}}}]}
 
 KIND = ActionKind('placeholder', compile_placeholder,
-                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments as the request carries them, after an earlier clear-inputs of the same rule; at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names). A placeholder larger than the result (estimated tokens) leaves it as it is, unless allow_larger; one with {args} or {names} that would not come out smaller than the result leaves it as it is.",
+                  "Replace a tool result's content. A string is the template; variables: {tool_name}, {tool_call_id}, {chars}, {bytes}, {tokens}, {lines}, {args} (the call's string arguments as the request carries them, after an earlier clear-inputs of the same rule; at most 120 characters), {names} (the first 8 paths and dotted or underscored identifiers the result names); with save: true, {saved} (the file or id the result is saved under) and {saved_lines}. A placeholder larger than the result (estimated tokens) leaves it as it is, unless allow_larger; one with {args} or {names} that would not come out smaller than the result leaves it as it is.",
                   SCHEMA, item_only=True, items=(RESULT,))

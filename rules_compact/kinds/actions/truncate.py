@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
-from ...language.templates import Variables
+from ...language.templates import RESULT_VARIABLES, SAVED_VARIABLES, Template, Variables
+from ...store import NO_STORE, FolderStore, StoreError, names_missing
 from ..base import Action, ActionKind, with_defaults, RESULT
 
+MARKER = "\n[... {omitted} chars omitted ...]\n"
+SAVED_TO_FILE = ("\n[... {omitted} chars cleared to save space; the full result is saved in {saved}: read that "
+                 "file to see all of it ...]\n")
+SAVED_AS_ID = ("\n[... {omitted} chars cleared to save space; the full result is saved: call recall_result with "
+               "id {saved} to see all of it ...]\n")
+GONE = "\n[... part cleared to save space; its saved copy has since been removed from the store ...]\n"
+
+
 def compile_truncate(options, ctx, path) -> Action:
+    given = (options or {}).get("marker")
     options = with_defaults(options, SCHEMA)
     head, tail, as_string = options["head"], options["tail"], options["as_string"]
-    marker = ctx.template(options["marker"], f"{path}.marker", extra=("omitted",))
+    store = ctx.store if options["save"] else None
+    if options["save"] and store is None:
+        ctx.problem(f"{path}.save", NO_STORE)
+    text = given if given is not None else MARKER if store is None else \
+        SAVED_TO_FILE if isinstance(store, FolderStore) else SAVED_AS_ID
+    marker = ctx.template(text, f"{path}.marker", extra=("omitted",) + SAVED_VARIABLES)
+    if marker is not None and options["save"] and "saved" not in marker.variables:
+        ctx.problem(f"{path}.marker", f"save: true saves what {text!r} stands for, but the marker does not say "
+                                      "where: add {saved} (the file or the id to read it back from)")
+        marker = None
+    elif marker is not None and not options["save"] and set(SAVED_VARIABLES) & set(marker.variables):
+        ctx.problem(f"{path}.marker", f"{text!r}: {{saved}} and {{saved_lines}} need save: true on this truncate "
+                                      "action")
+        marker = None
     if marker is None:
         return Action("truncate", run=lambda index, ed: None, kind=KIND)
+    gone = Template.compile(GONE, RESULT_VARIABLES) if store is not None else None
 
     def shape(text: str) -> bool:
         """Already truncated: head, then a marker, then tail."""
-        return len(text) >= head + tail and marker.matches_any(text[head:len(text) - tail])
+        if len(text) < head + tail:
+            return False
+        middle = text[head:len(text) - tail]
+        return marker.matches_any(middle) or (gone is not None and gone.matches_any(middle))
 
     ctx.recognise(shape)
 
@@ -23,12 +50,21 @@ def compile_truncate(options, ctx, path) -> Action:
         if facts.scan.is_turn[index]:
             return "truncate applies to tool results only"
         current = ed.result_text_at(index)
-        if len(current) <= head + tail or shape(current):
+        if len(current) <= head + tail:
+            return None
+        if shape(current):
+            middle = current[head:len(current) - tail]
+            if store is not None and marker.matches_any(middle) and names_missing(store, middle):
+                ed.set_result_text_at(index, current[:head] + GONE + current[len(current) - tail:], as_string)
             return None
         omitted = len(current) - head - tail
-        values = Variables(current, facts.tool_names[index], facts.scan.call_id[index], facts.estimate)
+        values = Variables(current, facts.tool_names[index], facts.scan.call_id[index], facts.estimate,
+                           save=store.save if store is not None else None)
         values["omitted"] = omitted
-        new = current[:head] + marker.render(values) + current[len(current) - tail:]
+        try:
+            new = current[:head] + marker.render(values) + current[len(current) - tail:]
+        except StoreError as exc:
+            return f"left as it is: {exc}"
         if len(new) < len(current):
             ed.set_result_text_at(index, new, as_string)
         return None
@@ -45,11 +81,16 @@ SCHEMA = {'type': 'object',
                          'type': 'integer',
                          'minimum': 0,
                          'description': 'Characters kept from the end.'},
-                'marker': {'default': '\n[... {omitted} chars omitted ...]\n',
+                'marker': {'default': MARKER,
                            'type': 'string',
                            'description': 'Text put between them; variables as for placeholder plus '
-                                          '{omitted}.',
+                                          '{omitted}; with save, by default one that says where the full '
+                                          'result is saved.',
                            'maxLength': 2000},
+                'save': {'default': False,
+                         'type': 'boolean',
+                         'description': "Save the result's exact content to the store first (as placeholder's "
+                                        'save does); the marker gets {saved} and {saved_lines}.'},
                 'as_string': {'default': False,
                               'type': 'boolean',
                               'description': 'Write the result as a plain string even when the content was a '
