@@ -13,6 +13,7 @@ from typing import Sequence
 from .analysis import DecisionChange, conversation_stats, decision_changes
 from .engine import compact
 from .formats import FORMATS
+from .kinds.estimators import Estimator
 from .language.model import RuleSet
 from .recall import References
 from .replay import Price, Replay, replay, round_starts
@@ -97,11 +98,11 @@ class ReplayRow:
 
 
 def replays(messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
-            price: Price, cold: Sequence[bool] | None = None) -> list[Replay]:
+            price: Price, cold: Sequence[bool] | None = None, estimator: Estimator | None = None) -> list[Replay]:
     """One replay per ``(label, rule files)`` (None: no compaction), sharing the references;
-    ``cold``: the rounds whose cache had expired."""
+    ``cold``: the rounds whose cache had expired; ``estimator`` counts the tokens (chars4 by default)."""
     references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-    out = [replay(messages, rules, fmt, price, label, references=references) for label, rules in sets]
+    out = [replay(messages, rules, fmt, price, label, estimator, references) for label, rules in sets]
     return out if cold is None else [r.expire(cold) for r in out]
 
 

@@ -46,6 +46,10 @@ def register(add) -> None:
                    help="a round more than the price's cache lifetime after the previous one reads nothing from "
                         "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "
                         "expires")
+    p.add_argument("--estimator", default="chars4", metavar="NAME",
+                   help="what counts a prompt's tokens: chars4 (default), o200k or cl100k (exact OpenAI tokens; the "
+                        "tokens extra), claude (fitted on Claude Code's billed tokens), or any estimator a rule "
+                        "file may name")
     p.add_argument("--plot", metavar="FILE",
                    help="draw prompt tokens per round (.png or .svg; needs matplotlib); with several "
                         "conversations, one file each: NAME-1.png, NAME-2.png ...")
@@ -194,7 +198,8 @@ def cmd_replay(args) -> int:
     plugin_failures(args)
     if args.plot:
         pyplot_for(args.plot)
-    task = Replays.of(args.rules or ["default"], args.compare or [], args.price, args.cache_expiry, args.format)
+    task = Replays.of(args.rules or ["default"], args.compare or [], args.price, args.cache_expiry, args.format,
+                      args.estimator)
     price, sets = task.price, len(task.sets)
     corpus = Corpus(args.inputs)
     rows: list[ReplayRow] = []

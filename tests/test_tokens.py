@@ -1,0 +1,96 @@
+"""Exact token counts (the ``tokens`` extra: ``o200k``, ``cl100k``) and what naming them
+without the extra says."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import ROOT
+from rules_compact import compact, load_rules
+from rules_compact.cli import main
+from rules_compact.errors import ConfigError
+from rules_compact.kinds import tokenizers
+from rules_compact.kinds.estimators import ESTIMATORS
+
+pytest.importorskip("bpe_openai", reason="the tokens extra is not installed")
+
+# (text, o200k_base tokens, cl100k_base tokens), as tiktoken 0.14 counts them (encode with
+# disallowed_special=()) with the vocabulary files whose SHA-256 tiktoken pins.
+FIXED = [
+    ("hello world", 2, 2),
+    ("", 0, 0),
+    (" ", 1, 1),
+    ("def f(x):\n    return x + 1\n", 11, 11),
+    ('{"path": "/tmp/a.py", "line": 42}', 14, 14),
+    ("Grüße, 世界! 😀", 7, 10),
+    ("<|endoftext|>", 7, 7),  # a special token's text counts as the text it is
+    ("1234567890", 4, 4),
+    ("    \n\n\t", 2, 2),
+    ("x" * 1000, 125, 125),
+    ("The quick brown fox jumps over the lazy dog.", 10, 10),
+    ('Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nValueError: bad', 26, 26),
+]
+
+
+@pytest.mark.parametrize("text,o200k,cl100k", FIXED, ids=[repr(t[:20]) for t, _, _ in FIXED])
+def test_counts_on_fixed_strings(text, o200k, cl100k):
+    assert ESTIMATORS["o200k"](text) == o200k
+    assert ESTIMATORS["cl100k"](text) == cl100k
+
+
+def test_a_piece_longer_than_one_encoder_call_counts_as_if_whole():
+    """Pieces over 50,000 characters are cut after a newline; the count is the whole text's."""
+    import bpe_openai
+
+    code = "".join(f"def f{i}(x):\n    return x * {i}  # ünïcode\n\n" for i in range(4000))  # 164,000 characters
+    assert len(code) > 3 * 50_000
+    for name, encoding in (("o200k", "o200k_base"), ("cl100k", "cl100k_base")):
+        whole = len(bpe_openai.get_encoding(encoding).encode_ordinary(code))
+        assert ESTIMATORS[name](code) == whole
+    assert ESTIMATORS["o200k"]("x" * 300_000) == 37_500  # no newline: cut anywhere, 8 x's a token
+
+
+def test_a_rule_file_counts_with_the_named_tokenizer():
+    messages = [{"role": "user", "content": "Grüße, 世界! 😀"}, {"role": "assistant", "content": "hello world"}]
+    for name, tokens in (("o200k", 7 + 2), ("cl100k", 10 + 2), ("chars4", 3 + 3)):
+        rules = load_rules(f"version: 1\nname: t\ndefaults: {{estimator: {name}}}\nrules: []\n")
+        assert compact(messages, [rules], format="openai").report.tokens_before == tokens
+
+
+def test_replay_counts_with_estimator(capsys):
+    trace = str(ROOT / "tests/data/traces/codex/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl")
+    rows = {}
+    for name in ("chars4", "o200k"):
+        assert main(["replay", trace, "--json", "--estimator", name]) == 0
+        rows[name] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows["chars4"][0]["prompt_tokens"] != rows["o200k"][0]["prompt_tokens"]
+
+
+@pytest.fixture
+def without_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "bpe_openai", None)  # import bpe_openai raises ImportError
+    monkeypatch.setattr(tokenizers, "_encoding", tokenizers._encoding.__wrapped__)
+
+
+def test_naming_a_tokenizer_without_the_extra_says_which_to_install(without_extra, tmp_path, capsys):
+    with pytest.raises(ConfigError, match=r"estimator 'o200k' needs the 'tokens' extra.*rules-compact\[tokens\]"):
+        load_rules("version: 1\nname: t\ndefaults: {estimator: o200k}\nrules: []\n")
+    path = tmp_path / "r.yaml"
+    path.write_text("version: 1\nname: t\ndefaults: {estimator: cl100k}\nrules: []\n")
+    assert main(["validate", str(path)]) == 1
+    captured = capsys.readouterr()
+    err = captured.out + captured.err
+    assert "r.yaml:3" in err and "pip install 'rules-compact[tokens]'" in err and "Traceback" not in err
+    trace = str(ROOT / "tests/data/traces/codex/legacy-response-records.jsonl")
+    assert main(["replay", trace, "--estimator", "o200k"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--estimator 'o200k' needs the 'tokens' extra" in err
+
+
+def test_an_unknown_replay_estimator_lists_the_known(capsys):
+    trace = str(ROOT / "tests/data/traces/codex/legacy-response-records.jsonl")
+    assert main(["replay", trace, "--estimator", "chars5"]) == 2
+    assert "unknown; allowed: bytes4, chars4" in capsys.readouterr().err
