@@ -94,3 +94,72 @@ def test_an_unknown_replay_estimator_lists_the_known(capsys):
     trace = str(ROOT / "tests/data/traces/codex/legacy-response-records.jsonl")
     assert main(["replay", trace, "--estimator", "chars5"]) == 2
     assert "unknown; allowed: bytes4, chars4" in capsys.readouterr().err
+
+
+# --- the bill: what Claude Code and Codex logs say was billed ------------------------------------
+
+CLAUDE = ROOT / "tests/data/traces/claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+CODEX = ROOT / "tests/data/traces/codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _conversation(path):
+    from rules_compact.readers import read_conversations
+
+    (conv,) = read_conversations(path.read_text(encoding="utf-8"), str(path))
+    return conv
+
+
+def test_claude_code_usage_is_read_at_every_response():
+    from rules_compact.replay import round_starts
+
+    conv = _conversation(CLAUDE)
+    starts = round_starts(conv.messages, conv.format)
+    assert len(starts) == 79 and all(conv.usage[s] is not None for s in starts)
+    assert all(u is None for i, u in enumerate(conv.usage) if i not in set(starts))
+    # the log's own numbers (a response's lines share message.id and usage); the main chain ends at the last line
+    logged = [(u["input_tokens"], u["cache_read_input_tokens"], u["cache_creation_input_tokens"])
+              for d in _lines(CLAUDE) if d.get("type") == "assistant" and (u := d["message"].get("usage"))]
+    read = [(u.uncached, u.cache_read, u.cache_write) for u in map(conv.usage.__getitem__, starts)]
+    assert set(read) <= set(logged) and read[-1] == logged[-1] and len(set(read)) == 79
+    assert sum(conv.usage[s].prompt for s in starts) == 5_572_243
+
+
+def test_codex_token_counts_are_read_at_every_response():
+    from rules_compact.replay import round_starts
+
+    conv = _conversation(CODEX)
+    starts = round_starts(conv.messages, conv.format)
+    counts = [d["payload"]["info"]["last_token_usage"] for d in _lines(CODEX)
+              if d.get("type") == "event_msg" and d["payload"].get("type") == "token_count" and d["payload"]["info"]]
+    assert len(starts) == 39 and all(conv.usage[s] is not None for s in starts)
+    u = conv.usage[starts[0]]
+    assert (u.prompt, u.cache_read, u.cache_write) == (counts[0]["input_tokens"], counts[0]["cached_input_tokens"], 0)
+    assert sum(conv.usage[s].prompt for s in starts) == 1_099_261
+
+
+def test_replay_shows_the_bill_beside_the_estimate(capsys):
+    assert main(["replay", str(CLAUDE), "--json", "--compare", "preset:observation-masking"]) == 0
+    none, default, masking = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert default["billed"] is None and masking["billed"] is None  # the bill is no compaction's
+    bill = none["billed"]
+    assert bill["of_rounds"] == 79 and len(bill["rounds"]) == 79
+    assert bill["estimated_tokens"] == none["prompt_tokens"] == sum(r["estimated_tokens"] for r in bill["rounds"])
+    assert bill["billed_tokens"] == 5_572_243
+    assert bill["cost_error"] == pytest.approx(bill["estimated_cost"] / bill["billed_cost"] - 1)
+    assert main(["replay", str(CLAUDE), "--rounds"]) == 0
+    out = capsys.readouterr().out
+    assert "billed, by the log, in 79 rounds: 5,572,243 prompt tokens" in out
+    assert out.count("\n") > 79  # a line per round
+
+
+def test_a_log_without_usage_has_no_bill(capsys):
+    trace = ROOT / "tests/data/traces/mini-swe-agent/deepseek_lite_dev__marshmallow-code__marshmallow-1343.traj.json"
+    assert _conversation(trace).usage is None
+    assert main(["replay", str(trace), "--json"]) == 0
+    assert all(json.loads(line)["billed"] is None for line in capsys.readouterr().out.splitlines())
+    assert main(["replay", str(trace)]) == 0
+    assert "billed" not in capsys.readouterr().out

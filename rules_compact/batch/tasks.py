@@ -14,7 +14,7 @@ from ..language.loader import parse_rules, read_source
 from ..language.model import RuleSet
 from ..plugins.manager import PluginError, registry
 from ..readers import Conversation
-from ..replay import Price, Replay, cold_rounds, parse_price, round_starts
+from ..replay import Price, Replay, bill, cold_rounds, parse_price, round_starts
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_row, replays, stats_row
 
 __all__ = ["RuleSource", "Task", "Stats", "Replays", "Replayed", "Diff"]
@@ -171,8 +171,9 @@ class Replays(Task):
             cold = cold_rounds(conversation.timestamps, round_starts(messages, fmt), self.price.lifetime)
         sets = [(label, None if passes is None else [p.load() for p in passes]) for label, passes in self.sets]
         results = replays(messages, fmt, sets, self.price, cold, registry().estimators[self.estimator])
-        return Replayed(tuple(ReplayRow.of(conversation.name, r, cold) for r in results), tuple(results),
-                        conversation.timestamps is not None)
+        billed = bill(results[0], conversation.usage, round_starts(messages, fmt))  # results[0]: no compaction
+        rows = [ReplayRow.of(conversation.name, r, cold, billed if r is results[0] else None) for r in results]
+        return Replayed(tuple(rows), tuple(results), conversation.timestamps is not None)
 
     def records(self, result: Replayed) -> list[dict]:
         return [row.to_dict() for row in result.rows]
