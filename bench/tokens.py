@@ -8,6 +8,12 @@ folder) and the kind of content: ``text`` (user, system and assistant text), ``r
 reads as such), ``call`` (tool names and arguments), ``result`` (tool results).  chars4's error
 is ``chars4 / tokens - 1``: negative when it counts too few.
 
+Then the ``claude`` estimator's fit: per round of each Claude Code log that records its
+``usage``, the prompt tokens billed beyond the previous round's (what the round added: the
+previous response and the results and user text after it; the system prompt and tools cancel)
+against the characters and the pieces it added, by least squares ``tokens = chars / c + p ×
+pieces``, fitted on all logs but one and checked on the one left out, against chars4.
+
     PYTHONPATH=. python bench/tokens.py [--repeats 3]
 """
 
@@ -21,6 +27,7 @@ from pathlib import Path
 from rules_compact.formats import FORMATS
 from rules_compact.kinds.estimators import ESTIMATORS
 from rules_compact.readers import read_conversations
+from rules_compact.replay import round_starts
 
 TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
 COUNTERS = ("chars4", "o200k", "cl100k")
@@ -70,6 +77,53 @@ def corpus() -> dict[tuple[str, str], list[str]]:
     return out
 
 
+def added_per_round(path: Path) -> list[tuple[int, int, int]]:
+    """Per round after the first of a Claude Code log: (billed tokens added, characters added,
+    pieces added), for the rounds whose and whose previous round's usage the log records."""
+    (conv,) = read_conversations(path.read_text(encoding="utf-8"), str(path))
+    if conv.usage is None:
+        return []
+    starts = round_starts(conv.messages, conv.format)
+    out = []
+    for before, start in zip(starts, starts[1:]):
+        if conv.usage[before] is None or conv.usage[start] is None:
+            continue
+        pieces = [p for m in conv.messages[before:start] for _, p in kinded_pieces(conv.format, m) if p]
+        out.append((conv.usage[start].prompt - conv.usage[before].prompt, sum(map(len, pieces)), len(pieces)))
+    return out
+
+
+def least_squares(rows: list[tuple[int, int, int]]) -> tuple[float, float]:
+    """(tokens per character, tokens per piece) minimising the squared error of the rows."""
+    sxx = sum(c * c for _, c, _ in rows)
+    sxp = sum(c * p for _, c, p in rows)
+    spp = sum(p * p for _, _, p in rows)
+    sxy = sum(c * t for t, c, _ in rows)
+    spy = sum(p * t for t, _, p in rows)
+    det = sxx * spp - sxp * sxp
+    return (sxy * spp - spy * sxp) / det, (spy * sxx - sxy * sxp) / det
+
+
+def claude_fit() -> None:
+    logs = {path.name: rows for path in sorted((TRACES / "claude-code").glob("*.jsonl"))
+            if (rows := added_per_round(path))}
+    per_char, per_piece = least_squares([r for rows in logs.values() for r in rows])
+    print(f"\nclaude fit on all {len(logs)} Claude Code logs with usage: {1 / per_char:.3f} characters a token + "
+          f"{per_piece:.1f} tokens a piece (the estimator: 2.95 and 34)")
+    print("| log left out | rounds | billed tokens added | fitted on the others | claude | chars4 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    claude, chars4 = ESTIMATORS["claude"], ESTIMATORS["chars4"]
+    for name, rows in logs.items():
+        a, b = least_squares([r for other, rs in logs.items() if other != name for r in rs])
+        billed = sum(t for t, _, _ in rows)
+        fitted = sum(a * c + b * p for _, c, p in rows)
+        mine = sum(round(c / 2.95) + 34 * p for _, c, p in rows)  # as the estimator counts, in sum
+        quarter = sum(c / 4 for _, c, _ in rows)
+        print(f"| {name} | {len(rows)} | {billed:,} | {error(round(fitted), billed)} | {error(mine, billed)} | "
+              f"{error(round(quarter), billed)} |")
+    assert claude("x" * 295) == 100 + 34 and chars4("x" * 400) == 100
+
+
 def error(estimate: int, tokens: int) -> str:
     return f"{estimate / tokens - 1:+.1%}" if tokens else "-"
 
@@ -110,6 +164,7 @@ def main(argv=None) -> None:
     print("| estimator | seconds | MB / s | vs chars4 |\n|---|---:|---:|---:|")
     for name in COUNTERS:
         print(f"| {name} | {best[name]:.3f} | {size / 1e6 / best[name]:.1f} | {best[name] / best['chars4']:.0f}x |")
+    claude_fit()
 
 
 if __name__ == "__main__":

@@ -162,12 +162,32 @@ class Bill:
         """The estimated cost over the billed one, less 1 (0.0 when nothing was billed)."""
         return self.estimated_cost / self.billed_cost - 1 if self.billed_cost else 0.0
 
+    @property
+    def unseen_tokens(self) -> int:
+        """What the first billed round was billed beyond its estimate: the system prompt and
+        tool definitions, which a log does not record (0 when the estimate is larger)."""
+        first = self.rounds[0]
+        return max(first.billed_tokens - first.estimated_tokens, 0)
+
+    @property
+    def estimated_cost_with_unseen(self) -> float:
+        """The estimated cost with the unseen tokens at the front of every round's prompt:
+        written in the first billed round, read from cache after it."""
+        unseen = self.unseen_tokens
+        return self.estimated_cost + unseen * (self.price.uncached + self.price.cached * (len(self.rounds) - 1))
+
+    @property
+    def cost_error_with_unseen(self) -> float:
+        return self.estimated_cost_with_unseen / self.billed_cost - 1 if self.billed_cost else 0.0
+
     def to_dict(self) -> dict:
         return {"rounds": [asdict(r) for r in self.rounds], "of_rounds": self.of_rounds,
                 "estimated_tokens": self.estimated_tokens, "billed_tokens": self.billed_tokens,
                 "billed_cache_read": sum(r.billed_cache_read for r in self.rounds),
                 "billed_cache_write": sum(r.billed_cache_write for r in self.rounds),
-                "estimated_cost": self.estimated_cost, "billed_cost": self.billed_cost, "cost_error": self.cost_error}
+                "estimated_cost": self.estimated_cost, "billed_cost": self.billed_cost, "cost_error": self.cost_error,
+                "unseen_tokens": self.unseen_tokens, "estimated_cost_with_unseen": self.estimated_cost_with_unseen,
+                "cost_error_with_unseen": self.cost_error_with_unseen}
 
 
 def bill(result: Replay, usage: Sequence[Any] | None, starts: Sequence[int]) -> Bill | None:

@@ -198,7 +198,9 @@ def _bill_text(bill: Bill, rounds: bool) -> str:
                 f"{'' if len(bill.rounds) == bill.of_rounds else f' of {bill.of_rounds}'} rounds: "
                 f"{bill.billed_tokens:,} prompt tokens (estimated {bill.estimated_tokens:,}: "
                 f"{ratio(bill.estimated_tokens, bill.billed_tokens)}x), cost {bill.billed_cost:,.0f} at these prices "
-                f"(estimated {bill.estimated_cost:,.0f}: {bill.cost_error:+.1%})")
+                f"(estimated {bill.estimated_cost:,.0f}: {bill.cost_error:+.1%}); with the first round's "
+                f"{bill.unseen_tokens:,} tokens the log lacks (system prompt, tools) in every round: estimated "
+                f"{bill.estimated_cost_with_unseen:,.0f} ({bill.cost_error_with_unseen:+.1%})")
     if not rounds:
         return text
     header = ("round", "estimated", "cached", "billed", "cache read", "cache write", "est / billed")

@@ -52,6 +52,16 @@ def as_estimator(name: str, value: Any) -> Estimator:
     return value if isinstance(value, Estimator) else Estimator(name, value)
 
 
+#: The ``claude`` estimator's constants, fitted on what Claude Code logs say was billed (docs/tokens.md,
+#: ``bench/tokens.py``): each round's new prompt tokens against the characters and pieces it added.
+CLAUDE_CHARS_PER_TOKEN_100, CLAUDE_TOKENS_PER_PIECE = 295, 34
+
+
+def _claude(text: str) -> int:
+    return (len(text) * 100 + CLAUDE_CHARS_PER_TOKEN_100 // 2) // CLAUDE_CHARS_PER_TOKEN_100 + CLAUDE_TOKENS_PER_PIECE \
+        if text else 0
+
+
 def _half_up(units: int) -> int:
     return (units + 2) // 4
 
@@ -112,6 +122,8 @@ ESTIMATORS: dict[str, Estimator] = {
                   description="UTF-16 code units / 4, rounded half up (JavaScript's Math.round(length / 4))"),
         Estimator("langchain_approx", lambda t: math.ceil(len(t) / 4.0), _langchain_message,
                   description="LangChain's count_tokens_approximately (OpenAI-shaped messages)"),
+        Estimator("claude", _claude, description="characters / 2.95, rounded half up, + 34 per piece: fitted on the "
+                                                 "tokens Claude Code sessions were billed"),
         Estimator("o200k", tokenizers.counter("o200k"), missing=tokenizers.missing,
                   description="exact o200k_base tokens (GPT-4o, GPT-5, Codex); the tokens extra"),
         Estimator("cl100k", tokenizers.counter("cl100k"), missing=tokenizers.missing,
