@@ -54,12 +54,14 @@ def as_estimator(name: str, value: Any) -> Estimator:
 
 #: The ``claude`` estimator's constants, fitted on what Claude Code logs say was billed (docs/tokens.md,
 #: ``bench/tokens.py``): each round's new prompt tokens against the characters and pieces it added.
-CLAUDE_CHARS_PER_TOKEN_100, CLAUDE_TOKENS_PER_PIECE = 295, 34
+CLAUDE_CHARS_PER_100_TOKENS, CLAUDE_TOKENS_PER_PIECE = 295, 34
 
 
 def _claude(text: str) -> int:
-    return (len(text) * 100 + CLAUDE_CHARS_PER_TOKEN_100 // 2) // CLAUDE_CHARS_PER_TOKEN_100 + CLAUDE_TOKENS_PER_PIECE \
-        if text else 0
+    """Characters / 2.95, rounded half up, + 34; 0 for no text."""
+    if not text:
+        return 0
+    return (len(text) * 100 + CLAUDE_CHARS_PER_100_TOKENS // 2) // CLAUDE_CHARS_PER_100_TOKENS + CLAUDE_TOKENS_PER_PIECE
 
 
 def _half_up(units: int) -> int:

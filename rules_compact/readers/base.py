@@ -26,7 +26,7 @@ class Usage:
         return self.uncached + self.cache_read + self.cache_write
 
 
-def count(value: Any) -> int:
+def token_count(value: Any) -> int:
     """A token count in a log: a whole number >= 0, else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .base import Draft, LogError, Usage, count, describe, timestamps_of
+from .base import Draft, LogError, Usage, describe, token_count, timestamps_of
 
 
 CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "system", "progress", "summary", "file-history-snapshot",
@@ -31,8 +31,8 @@ def billed(usage: Any) -> Usage | None:
     with no prompt tokens (the ``<synthetic>`` messages Claude Code writes itself)."""
     if not isinstance(usage, dict):
         return None
-    billed = Usage(count(usage.get("input_tokens")), count(usage.get("cache_read_input_tokens")),
-                   count(usage.get("cache_creation_input_tokens")))
+    billed = Usage(token_count(usage.get("input_tokens")), token_count(usage.get("cache_read_input_tokens")),
+                   token_count(usage.get("cache_creation_input_tokens")))
     return billed if billed.prompt else None
 
 

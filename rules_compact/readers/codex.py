@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from ..formats.responses import RESPONSES
-from .base import Draft, LogError, Usage, count, counts, describe
+from .base import Draft, LogError, Usage, counts, describe, token_count
 from .messages import is_item
 
 
@@ -51,11 +51,11 @@ def billed(info: Any) -> Usage | None:
     (``input_tokens`` includes the ``cached_input_tokens`` and ``cache_write_input_tokens``),
     None without one."""
     last = info.get("last_token_usage") if isinstance(info, dict) else None
-    if not isinstance(last, dict) or not count(last.get("input_tokens")):
+    if not isinstance(last, dict) or not token_count(last.get("input_tokens")):
         return None
-    prompt = count(last.get("input_tokens"))
-    cached = min(count(last.get("cached_input_tokens")), prompt)
-    written = min(count(last.get("cache_write_input_tokens")), prompt - cached)
+    prompt = token_count(last.get("input_tokens"))
+    cached = min(token_count(last.get("cached_input_tokens")), prompt)
+    written = min(token_count(last.get("cache_write_input_tokens")), prompt - cached)
     return Usage(prompt - cached - written, cached, written)
 
 
