@@ -22,10 +22,19 @@ profile's lifetime, on the files whose logs carry timestamps (an extra view, not
 then the issue-15 targets, each met or missed by how much. ``--check`` exits 1 unless every
 target is met. A file's "trace" numbers are its conversations pooled (sums over them).
 
+``--check`` also puts the estimate beside the bill on the logs that record what was billed
+(Claude Code's ``usage``, Codex's ``token_count``): per file, no compaction's estimated and
+billed prompt tokens and cost over the billed rounds, with the cache expiring as the log's
+timestamps say, and the cost error with the first round's unseen tokens (the system prompt and
+tools, which no log records) added to every round (``rules_compact.replay.Bill``). A file whose
+cost estimate is off by more than 10% is named, and fails the check. ``--estimator`` counts the
+tokens of every replay with another estimator (``o200k``, ``claude`` ...).
+
 Usage:
     python3 bench/replay_table.py                          # everything, on 2 processes
     python3 bench/replay_table.py --traces 'mini-swe-agent/*' --check
     python3 bench/replay_table.py --rules my.yaml --price openai --jobs 4
+    python3 bench/replay_table.py --traces 'claude-code/*' --check --estimator claude
 
 Deterministic: no timings in the tables (the run time goes to stderr). The whole corpus (462
 conversations) takes about 30 s on 2 idle cores, 60-80 s on a loaded machine; the clairvoyant bound
@@ -51,7 +60,8 @@ from rules_compact import load_rules  # noqa: E402
 from rules_compact.documents import read_conversations_from  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
 from rules_compact.recall import References  # noqa: E402
-from rules_compact.replay import StepSchedules, cold_rounds, parse_price, replay, round_starts  # noqa: E402
+from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
+from rules_compact.replay import StepSchedules, bill, cold_rounds, parse_price, replay, round_starts  # noqa: E402
 
 TRACES = ROOT / "tests" / "data" / "traces"
 PATTERNS = ("*/*.json", "*/*.jsonl", "*/*.traj")
@@ -67,6 +77,7 @@ TARGET_COST = {"mini-swe-agent": 0.60, "claude-code": 0.70}  # on sessions of LO
 TARGET_PROMPT = {"mini-swe-agent": 0.50}
 BOUND_FACTOR = 1.10
 PRESET_SAVES = 0.02
+BILL_TOLERANCE = 0.10
 
 
 def trace_files(pattern: str | None) -> list[Path]:
@@ -113,6 +124,7 @@ class Measured:
     timestamps: bool
     base: Totals
     by_set: dict  # rule set label -> Totals
+    bill: object = None  # rules_compact.replay.Bill of no compaction, cache expiring; None: no usage logged
 
 
 _FILES: dict[str, list] = {}
@@ -135,25 +147,27 @@ def _totals(r, cold) -> Totals:
     return Totals(r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept), r.expire(cold).cost)
 
 
-def measure(job: tuple[str, int, str, str]) -> Measured:
+def measure(job: tuple[str, int, str, str, str]) -> Measured:
     """One conversation: no compaction, the rule file, every preset, and the bound."""
-    path, index, price_text, rules_name = job
+    path, index, price_text, rules_name, estimator_name = job
     conv = _conversations(path)[index]
     messages, fmt, price = conv.messages, conv.format, parse_price(price_text)
+    estimator = ESTIMATORS[estimator_name]
     starts = round_starts(messages)
     refs = References(messages, FORMATS[fmt], starts)
     cold = cold_rounds(conv.timestamps, starts, price.lifetime)
-    base = replay(messages, None, fmt, price, references=refs)
+    base = replay(messages, None, fmt, price, estimator=estimator, references=refs)
     by_set = {}
     for name in [rules_name] + [f"preset:{p}" for p in PRESETS]:
-        r = replay(messages, [_rules(name)], fmt, price, name, references=refs)
+        r = replay(messages, [_rules(name)], fmt, price, name, estimator, refs)
         by_set[DEFAULT if name == rules_name else name.removeprefix("preset:")] = _totals(r, cold)
-    schedules = StepSchedules(messages, _rules(rules_name), fmt)
+    schedules = StepSchedules(messages, _rules(rules_name), fmt, estimator)
     best = schedules.replay(schedules.cheapest(price), price, BOUND, references=refs)
     best_cold = schedules.replay(schedules.cheapest(price, cold), price, BOUND, references=refs)
     by_set[BOUND] = Totals(best.total_prompt, best.total_cached, best.cost, sum(best.referenced), sum(best.kept),
                            best_cold.expire(cold).cost)
-    return Measured(path, conv.name, len(starts), conv.timestamps is not None, _totals(base, cold), by_set)
+    return Measured(path, conv.name, len(starts), conv.timestamps is not None, _totals(base, cold), by_set,
+                    bill(base.expire(cold), conv.usage, starts))
 
 
 def _ratio(a: float, b: float) -> float:
@@ -257,6 +271,29 @@ def targets(files: list[File]) -> list[tuple[str, bool, str]]:
     return out
 
 
+def bill_table(files: list[File]) -> tuple[str, list[str]]:
+    """No compaction's estimate beside the bill, per file whose logs record it; and the files
+    whose cost estimate (with the unseen tokens) is off by more than BILL_TOLERANCE."""
+    head = ["trace", "billed rounds", "billed tokens", "estimated", "est / billed", "unseen (1st round)",
+            "cost error", "with unseen"]
+    rows, off = [], []
+    for f in files:
+        bills = [c.bill for c in f.convs if c.bill is not None]
+        if not bills:
+            continue
+        billed, estimated = sum(b.billed_tokens for b in bills), sum(b.estimated_tokens for b in bills)
+        cost = sum(b.billed_cost for b in bills)
+        error = sum(b.estimated_cost for b in bills) / cost - 1
+        with_unseen = sum(b.estimated_cost_with_unseen for b in bills) / cost - 1
+        rows.append([f.label, f"{sum(len(b.rounds) for b in bills):,}", f"{billed:,}", f"{estimated:,}",
+                     f"{estimated / billed:.3f}", f"{sum(b.unseen_tokens for b in bills):,}", f"{error:+.1%}",
+                     f"{with_unseen:+.1%}"])
+        if abs(with_unseen) > BILL_TOLERANCE:
+            off.append(f"{f.label} {with_unseen:+.1%}")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]), off
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", metavar="GLOB",
@@ -265,14 +302,19 @@ def main(argv=None) -> int:
     parser.add_argument("--price", default="anthropic",
                         help="anthropic (default), anthropic-1h, openai or CACHED,UNCACHED[,LIFETIME]")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--check", action="store_true", help="exit 1 unless every target is met")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every target is met and every billed "
+                                                             "log's cost estimate is within 10%% of its bill")
+    parser.add_argument("--estimator", default="chars4", choices=sorted(ESTIMATORS),
+                        help="what counts the tokens (default chars4)")
     args = parser.parse_args(argv)
+    if (why := ESTIMATORS[args.estimator].missing()) is not None:
+        parser.error(f"--estimator {args.estimator!r} {why}")
     price = parse_price(args.price)
     started = time.perf_counter()
     paths = trace_files(args.traces)
     if not paths:
         parser.error(f"no trace file matches {args.traces!r}")
-    jobs = [(str(p), i, args.price, args.rules) for p in paths for i in range(len(_conversations(str(p))))]
+    jobs = [(str(p), i, args.price, args.rules, args.estimator) for p in paths for i in range(len(_conversations(str(p))))]
     _FILES.clear()  # the workers read the files themselves
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -284,7 +326,7 @@ def main(argv=None) -> int:
     legend = ", ".join(f"{SHORT[p]} = preset:{p}" for p in PRESETS)
     lifetime = f"{price.lifetime:g} s" if price.lifetime else "none"
     print(f"Replay of {len(done)} conversations in {len(files)} trace files, relative to no compaction; prices "
-          f"{price.name}: cached {price.cached}, uncached {price.uncached}; tokens: chars4. Rule file under test: "
+          f"{price.name}: cached {price.cached}, uncached {price.uncached}; tokens: {args.estimator}. Rule file under test: "
           f"{args.rules}; {BOUND} = its content rules on the cheapest step schedule. Presets: {legend}.\n")
     print(table("Cost (cache never expires), relative to no compaction: lower is better", files, "cost"))
     print()
@@ -312,9 +354,17 @@ def main(argv=None) -> int:
         bad = [r for r in rows if not r[1]]
         print(f"* {name}: " + ("met" if not bad else f"MISSED on {len(bad)} of {len(rows)}: "
                                 + "; ".join(r[2] for r in bad)))
+    off: list[str] = []
+    if args.check:
+        text, off = bill_table(files)
+        print(f"\n**The estimate beside the bill** (no compaction, {args.estimator}, cache expiring by the logs' "
+              f"timestamps; unseen: what the first billed round was billed beyond its estimate, the system prompt "
+              f"and tools no log records; 'with unseen' adds them to every round)\n\n{text}\n")
+        print("* cost estimate (with unseen) within 10% of the bill: " + (
+            "met" if not off else f"MISSED on {len(off)}: " + "; ".join(off)))
     sys.stdout.flush()
     print(f"{len(done)} conversations in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    return 1 if missed and args.check else 0
+    return 1 if (missed or off) and args.check else 0
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
 from .engine.interpreter import Input, pay_back_walk, step_boundary
@@ -30,7 +30,7 @@ from .limits import MAX_PRICE
 from .recall import References
 
 __all__ = ["Price", "PRICES", "Replay", "replay", "parse_price", "round_starts", "round_tokens", "cold_rounds",
-           "StepSchedules", "step_schedule"]
+           "BilledRound", "Bill", "bill", "StepSchedules", "step_schedule"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,89 @@ class Replay:
     def expire(self, cold: Sequence[bool]) -> Replay:
         """This replay with nothing read from cache at the ``cold`` rounds (:func:`cold_rounds`)."""
         return replace(self, cached_tokens=tuple(0 if c else hit for hit, c in zip(self.cached_tokens, cold)))
+
+
+@dataclass(frozen=True)
+class BilledRound:
+    """One round's estimate beside what its log says was billed for it (``readers.Usage``)."""
+
+    round: int  # from 0
+    estimated_tokens: int
+    estimated_cached: int
+    billed_tokens: int
+    billed_cache_read: int
+    billed_cache_write: int
+
+
+@dataclass(frozen=True)
+class Bill:
+    """A replay's estimate beside the bill, over the rounds whose usage the log records; costs
+    weigh both with the replay's price (cache writes and uncached input at its uncached price)."""
+
+    rounds: tuple[BilledRound, ...]
+    of_rounds: int  # the replay's rounds, billed or not
+    price: Price
+
+    @property
+    def estimated_tokens(self) -> int:
+        return sum(r.estimated_tokens for r in self.rounds)
+
+    @property
+    def billed_tokens(self) -> int:
+        return sum(r.billed_tokens for r in self.rounds)
+
+    @property
+    def estimated_cost(self) -> float:
+        cached = sum(r.estimated_cached for r in self.rounds)
+        return self.price.cached * cached + self.price.uncached * (self.estimated_tokens - cached)
+
+    @property
+    def billed_cost(self) -> float:
+        cached = sum(r.billed_cache_read for r in self.rounds)
+        return self.price.cached * cached + self.price.uncached * (self.billed_tokens - cached)
+
+    @property
+    def cost_error(self) -> float:
+        """The estimated cost over the billed one, less 1 (0.0 when nothing was billed)."""
+        return self.estimated_cost / self.billed_cost - 1 if self.billed_cost else 0.0
+
+    @property
+    def unseen_tokens(self) -> int:
+        """What the first billed round was billed beyond its estimate: the system prompt and
+        tool definitions, which a log does not record (0 when the estimate is larger)."""
+        first = self.rounds[0]
+        return max(first.billed_tokens - first.estimated_tokens, 0)
+
+    @property
+    def estimated_cost_with_unseen(self) -> float:
+        """The estimated cost with the unseen tokens at the front of every round's prompt:
+        written in the first billed round, read from cache after it."""
+        unseen = self.unseen_tokens
+        return self.estimated_cost + unseen * (self.price.uncached + self.price.cached * (len(self.rounds) - 1))
+
+    @property
+    def cost_error_with_unseen(self) -> float:
+        return self.estimated_cost_with_unseen / self.billed_cost - 1 if self.billed_cost else 0.0
+
+    def to_dict(self) -> dict:
+        return {"rounds": [asdict(r) for r in self.rounds], "of_rounds": self.of_rounds,
+                "estimated_tokens": self.estimated_tokens, "billed_tokens": self.billed_tokens,
+                "billed_cache_read": sum(r.billed_cache_read for r in self.rounds),
+                "billed_cache_write": sum(r.billed_cache_write for r in self.rounds),
+                "estimated_cost": self.estimated_cost, "billed_cost": self.billed_cost, "cost_error": self.cost_error,
+                "unseen_tokens": self.unseen_tokens, "estimated_cost_with_unseen": self.estimated_cost_with_unseen,
+                "cost_error_with_unseen": self.cost_error_with_unseen}
+
+
+def bill(result: Replay, usage: Sequence[Any] | None, starts: Sequence[int]) -> Bill | None:
+    """``result`` (a replay of no compaction) beside ``usage`` (``Conversation.usage``: per
+    message, the billed usage of the response starting there); None when the log has none."""
+    if usage is None:
+        return None
+    rounds = tuple(BilledRound(k, result.prompt_tokens[k], result.cached_tokens[k], u.prompt, u.cache_read,
+                               u.cache_write)
+                   for k, start in enumerate(starts) if (u := usage[start]) is not None)
+    return Bill(rounds, result.rounds, result.price) if rounds else None
 
 
 def round_starts(messages: list, fmt: str | None = None) -> list[int]:

@@ -7,15 +7,16 @@ same rows, and the totals are sums of them (``*_total``).  Fields are only ever 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Sequence
 
 from .analysis import DecisionChange, conversation_stats, decision_changes
 from .engine import compact
 from .formats import FORMATS
+from .kinds.estimators import Estimator
 from .language.model import RuleSet
 from .recall import References
-from .replay import Price, Replay, replay, round_starts
+from .replay import Bill, Price, Replay, replay, round_starts
 
 __all__ = ["StatsRow", "stats_row", "stats_total", "ReplayRow", "replays", "replay_rows", "replay_total", "DiffRow",
            "diff_row", "diff_total"]
@@ -71,7 +72,9 @@ class ReplayRow:
 
     ``references``: the references the recorded responses make to earlier content;
     ``kept_references``: how many of them the compacted prompts still show.  ``cold_rounds``:
-    the rounds that found the cache expired (None when the cache never expires)."""
+    the rounds that found the cache expired (None when the cache never expires).  ``billed``:
+    on the ``none`` row of a log that records what was billed (Claude Code, Codex), the
+    estimate beside the bill (:class:`~rules_compact.replay.Bill`)."""
 
     conversation: str
     rule_set: str
@@ -82,26 +85,28 @@ class ReplayRow:
     references: int
     kept_references: int
     cold_rounds: int | None = None
+    billed: Bill | None = None
 
     @property
     def recall(self) -> float:
         return self.kept_references / self.references if self.references else 1.0
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "recall": self.recall}
+        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**row, "billed": self.billed and self.billed.to_dict(), "recall": self.recall}
 
     @classmethod
-    def of(cls, name: str, r: Replay, cold: Sequence[bool] | None) -> ReplayRow:
+    def of(cls, name: str, r: Replay, cold: Sequence[bool] | None, billed: Bill | None = None) -> ReplayRow:
         return cls(name, r.label, r.rounds, r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept),
-                   None if cold is None else sum(cold))
+                   None if cold is None else sum(cold), billed)
 
 
 def replays(messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
-            price: Price, cold: Sequence[bool] | None = None) -> list[Replay]:
+            price: Price, cold: Sequence[bool] | None = None, estimator: Estimator | None = None) -> list[Replay]:
     """One replay per ``(label, rule files)`` (None: no compaction), sharing the references;
-    ``cold``: the rounds whose cache had expired."""
+    ``cold``: the rounds whose cache had expired; ``estimator`` counts the tokens (chars4 by default)."""
     references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-    out = [replay(messages, rules, fmt, price, label, references=references) for label, rules in sets]
+    out = [replay(messages, rules, fmt, price, label, estimator, references) for label, rules in sets]
     return out if cold is None else [r.expire(cold) for r in out]
 
 

@@ -26,13 +26,14 @@ def _pyarrow():
 
 
 def _arrow_table(pa, rows: list[dict]):
-    """The rows as an Arrow table; a column of mappings (``saved_by_rule``) is a map column
-    (string keys), so that rows with different keys, or none, share one type."""
+    """The rows as an Arrow table; a column of mappings to numbers (``saved_by_rule``) is a map
+    column (string keys), so that rows with different keys, or none, share one type; one of
+    records (``billed``) is a struct column."""
     columns = {}
     for name in dict.fromkeys(key for row in rows for key in row):
         values = [row.get(name) for row in rows]
-        if any(isinstance(v, dict) for v in values):
-            items = [v for value in values if value for v in value.values()]
+        items = [v for value in values if isinstance(value, dict) for v in value.values()]
+        if any(isinstance(v, dict) for v in values) and not any(isinstance(v, (dict, list)) for v in items):
             kind = pa.map_(pa.string(), pa.array(items).type if items else pa.int64())
             values = pa.array([None if v is None else list(v.items()) for v in values], type=kind)
         columns[name] = values

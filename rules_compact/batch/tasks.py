@@ -9,11 +9,12 @@ from typing import Sequence
 
 from ..documents import conversations_in
 from ..errors import InputError
+from ..kinds.estimators import DEFAULT_ESTIMATOR
 from ..language.loader import parse_rules, read_source
 from ..language.model import RuleSet
 from ..plugins.manager import PluginError, registry
 from ..readers import Conversation
-from ..replay import Price, Replay, cold_rounds, parse_price, round_starts
+from ..replay import Price, Replay, bill, cold_rounds, parse_price, round_starts
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_row, replays, stats_row
 
 __all__ = ["RuleSource", "Task", "Stats", "Replays", "Replayed", "Diff"]
@@ -139,10 +140,16 @@ class Replays(Task):
     price: Price
     cache_expiry: bool = False
     format: str | None = None
+    estimator: str = DEFAULT_ESTIMATOR  # counts the prompts' tokens
 
     @classmethod
     def of(cls, rules: Sequence[str] = ("default",), compare: Sequence[str] = (), price: str | Price = "anthropic",
-           cache_expiry: bool = False, format: str | None = None) -> Replays:
+           cache_expiry: bool = False, format: str | None = None, estimator: str = DEFAULT_ESTIMATOR) -> Replays:
+        known = registry().estimators
+        if estimator not in known:
+            raise InputError(f"--estimator {estimator!r}: unknown; allowed: {', '.join(sorted(known))}")
+        if (why := known[estimator].missing()) is not None:
+            raise InputError(f"--estimator {estimator!r} {why}")
         profile = parse_price(price) if isinstance(price, str) else price
         if cache_expiry and profile.lifetime is None:
             raise InputError(f"--cache-expiry: the price {profile.name!r} has no cache lifetime; "
@@ -150,7 +157,7 @@ class Replays(Task):
         primary = tuple(rules or ("default",))  # as in apply: the bundled default unless -r says otherwise
         sets = [("none", None), (" + ".join(primary), tuple(RuleSource.read(r) for r in primary))]
         sets += [(name, (RuleSource.read(name),)) for name in compare]
-        return cls(tuple(sets), profile, cache_expiry, format)
+        return cls(tuple(sets), profile, cache_expiry, format, estimator)
 
     @property
     def sources(self) -> tuple[RuleSource, ...]:
@@ -163,9 +170,10 @@ class Replays(Task):
         if self.cache_expiry:
             cold = cold_rounds(conversation.timestamps, round_starts(messages, fmt), self.price.lifetime)
         sets = [(label, None if passes is None else [p.load() for p in passes]) for label, passes in self.sets]
-        results = replays(messages, fmt, sets, self.price, cold)
-        return Replayed(tuple(ReplayRow.of(conversation.name, r, cold) for r in results), tuple(results),
-                        conversation.timestamps is not None)
+        results = replays(messages, fmt, sets, self.price, cold, registry().estimators[self.estimator])
+        billed = bill(results[0], conversation.usage, round_starts(messages, fmt))  # results[0]: no compaction
+        rows = [ReplayRow.of(conversation.name, r, cold, billed if r is results[0] else None) for r in results]
+        return Replayed(tuple(rows), tuple(results), conversation.timestamps is not None)
 
     def records(self, result: Replayed) -> list[dict]:
         return [row.to_dict() for row in result.rows]

@@ -17,6 +17,7 @@ from typing import Iterator
 
 from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds, pyplot_for
+from ..replay import Bill
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
 from .inputs import INPUTS_HELP, Corpus, add_format_option, add_rules_options, plugin_failures, refuse_overwriting, unreadable
 from .output import CHANGED, OK, Progress, count, markdown, one_line, print_json_line, ratio, share, table, warn, wrap
@@ -46,6 +47,13 @@ def register(add) -> None:
                    help="a round more than the price's cache lifetime after the previous one reads nothing from "
                         "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "
                         "expires")
+    p.add_argument("--estimator", default="chars4", metavar="NAME",
+                   help="what counts a prompt's tokens: chars4 (default), o200k or cl100k (exact OpenAI tokens; the "
+                        "tokens extra), claude (fitted on Claude Code's billed tokens), or any estimator a rule "
+                        "file may name")
+    p.add_argument("--rounds", action="store_true",
+                   help="on logs that record what was billed (Claude Code, Codex): no compaction's estimate beside "
+                        "the bill, round by round")
     p.add_argument("--plot", metavar="FILE",
                    help="draw prompt tokens per round (.png or .svg; needs matplotlib); with several "
                         "conversations, one file each: NAME-1.png, NAME-2.png ...")
@@ -184,6 +192,24 @@ def _replay_table(rows: list[ReplayRow]) -> str:
          ratio(r.cost, base.cost), f"{r.recall:.3f}") for r in rows], right=set(range(1, 9)))
 
 
+def _bill_text(bill: Bill, rounds: bool) -> str:
+    """No compaction's estimate beside what the log says was billed; ``rounds``: round by round."""
+    text = wrap(f"billed, by the log, in {bill.of_rounds if len(bill.rounds) == bill.of_rounds else len(bill.rounds)}"
+                f"{'' if len(bill.rounds) == bill.of_rounds else f' of {bill.of_rounds}'} rounds: "
+                f"{bill.billed_tokens:,} prompt tokens (estimated {bill.estimated_tokens:,}: "
+                f"{ratio(bill.estimated_tokens, bill.billed_tokens)}x), cost {bill.billed_cost:,.0f} at these prices "
+                f"(estimated {bill.estimated_cost:,.0f}: {bill.cost_error:+.1%}); with the first round's "
+                f"{bill.unseen_tokens:,} tokens the log lacks (system prompt, tools) in every round: estimated "
+                f"{bill.estimated_cost_with_unseen:,.0f} ({bill.cost_error_with_unseen:+.1%})")
+    if not rounds:
+        return text
+    header = ("round", "estimated", "cached", "billed", "cache read", "cache write", "est / billed")
+    cells = [(str(r.round), f"{r.estimated_tokens:,}", f"{r.estimated_cached:,}", f"{r.billed_tokens:,}",
+              f"{r.billed_cache_read:,}", f"{r.billed_cache_write:,}", ratio(r.estimated_tokens, r.billed_tokens))
+             for r in bill.rounds]
+    return text + "\n" + table([header] + cells, right=set(range(7)))
+
+
 def _plot_path(path: str, index: int) -> str:
     """``--plot`` FILE for the conversation numbered ``index`` (from 1) when there are several."""
     stem, ext = os.path.splitext(path)
@@ -194,7 +220,8 @@ def cmd_replay(args) -> int:
     plugin_failures(args)
     if args.plot:
         pyplot_for(args.plot)
-    task = Replays.of(args.rules or ["default"], args.compare or [], args.price, args.cache_expiry, args.format)
+    task = Replays.of(args.rules or ["default"], args.compare or [], args.price, args.cache_expiry, args.format,
+                      args.estimator)
     price, sets = task.price, len(task.sets)
     corpus = Corpus(args.inputs)
     rows: list[ReplayRow] = []
@@ -218,6 +245,8 @@ def cmd_replay(args) -> int:
                   + wrap(f"{one_line(name)}: replayed {mine[0].rounds:,} rounds; prices: cached {price.cached}, uncached "
                          f"{price.uncached} ({price.name}); {cache}; recall: {mine[0].references:,} references"))
             print(_replay_table(list(mine)))
+            if mine[0].billed is not None:
+                print(_bill_text(mine[0].billed, args.rounds))
     if not args.json and len(rows) > sets:
         print(f"\ntotal: {count(len(rows) // sets, 'conversation')}")
         print(_replay_table(replay_total(rows)))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..jsontext import loads_held
+from . import tokenizers
 
 __all__ = ["Estimator", "ESTIMATORS", "DEFAULT_ESTIMATOR", "utf8_len", "utf16_len", "as_estimator"]
 
@@ -28,12 +29,14 @@ def utf16_len(text: str) -> int:
 
 @dataclass(frozen=True)
 class Estimator:
-    """``text(piece) -> tokens``; ``message(msg, pieces) -> tokens`` if not the pieces' sum."""
+    """``text(piece) -> tokens``; ``message(msg, pieces) -> tokens`` if not the pieces' sum;
+    ``missing() -> why it cannot run here`` (an extra not installed), None when it can."""
 
     name: str
     text: Callable[[str], int]
     message: Callable[[Any, list[str]], int] | None = None
     description: str = ""
+    missing: Callable[[], str | None] = lambda: None
 
     def __call__(self, text: str) -> int:
         return self.text(text)
@@ -47,6 +50,18 @@ class Estimator:
 def as_estimator(name: str, value: Any) -> Estimator:
     """Plugins may register an Estimator or a plain ``text -> tokens`` function."""
     return value if isinstance(value, Estimator) else Estimator(name, value)
+
+
+#: The ``claude`` estimator's constants, fitted on what Claude Code logs say was billed (docs/tokens.md,
+#: ``bench/tokens.py``): each round's new prompt tokens against the characters and pieces it added.
+CLAUDE_CHARS_PER_100_TOKENS, CLAUDE_TOKENS_PER_PIECE = 295, 34
+
+
+def _claude(text: str) -> int:
+    """Characters / 2.95, rounded half up, + 34; 0 for no text."""
+    if not text:
+        return 0
+    return (len(text) * 100 + CLAUDE_CHARS_PER_100_TOKENS // 2) // CLAUDE_CHARS_PER_100_TOKENS + CLAUDE_TOKENS_PER_PIECE
 
 
 def _half_up(units: int) -> int:
@@ -109,6 +124,12 @@ ESTIMATORS: dict[str, Estimator] = {
                   description="UTF-16 code units / 4, rounded half up (JavaScript's Math.round(length / 4))"),
         Estimator("langchain_approx", lambda t: math.ceil(len(t) / 4.0), _langchain_message,
                   description="LangChain's count_tokens_approximately (OpenAI-shaped messages)"),
+        Estimator("claude", _claude, description="characters / 2.95, rounded half up, + 34 per piece: fitted on the "
+                                                 "tokens Claude Code sessions were billed"),
+        Estimator("o200k", tokenizers.counter("o200k"), missing=tokenizers.missing,
+                  description="exact o200k_base tokens (GPT-4o, GPT-5, Codex); the tokens extra"),
+        Estimator("cl100k", tokenizers.counter("cl100k"), missing=tokenizers.missing,
+                  description="exact cl100k_base tokens (GPT-4, GPT-3.5); the tokens extra"),
     ]
 }
 

@@ -143,6 +143,8 @@ def compile_ruleset(data: dict, ctx: CompileContext, source: str, plugin_tools: 
     if estimator_name not in ctx.estimators:
         ctx.problem("defaults.estimator", f"unknown estimator {estimator_name!r}; allowed: "
                     + ", ".join(sorted(ctx.estimators)))
+    elif (why := ctx.estimators[estimator_name].missing()) is not None:
+        ctx.problem("defaults.estimator", f"estimator {estimator_name!r} {why}")
     error_when = ctx.matcher(data["error_when"], "error_when") if "error_when" in data else None
     if "error_when" in data and _mentions(data["error_when"], "is_error"):
         ctx.problem("error_when", "error_when defines what an error is, so it cannot use is_error")

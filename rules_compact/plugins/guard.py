@@ -144,7 +144,7 @@ def estimator(given: Estimator, plugin: str) -> Estimator:
     """A plugin's estimator whose failures, and answers that are no token count, name the plugin."""
     where = f"plugin {plugin}: estimator {given.name}"
     message = None if given.message is None else _counting(given.message, where)
-    return Estimator(given.name, _counting(given.text, where), message, given.description)
+    return Estimator(given.name, _counting(given.text, where), message, given.description, given.missing)
 
 
 def _counting(function: Callable, where: str) -> Callable:

@@ -48,7 +48,7 @@ wrong type.
 
 from __future__ import annotations
 
-from .base import Conversation, Draft, LogError, Reader
+from .base import Conversation, Draft, LogError, Reader, Usage
 from .claude_code import claude_code_messages
 from .codex import codex_items
 from .openhands import opendevin_messages, openhands_messages
@@ -57,6 +57,6 @@ from .swe_agent import swe_agent_messages
 from .table import READERS, SOURCE_FORMATS
 from .tau2 import tau2_messages
 
-__all__ = ["Conversation", "Draft", "LogError", "Reader", "READERS", "SOURCE_FORMATS", "read_conversations",
+__all__ = ["Conversation", "Draft", "LogError", "Reader", "Usage", "READERS", "SOURCE_FORMATS", "read_conversations",
            "parse_conversations", "claude_code_messages", "codex_items", "swe_agent_messages", "tau2_messages",
            "openhands_messages", "opendevin_messages"]

@@ -13,6 +13,25 @@ from ..formats import breakpoints_outside
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The prompt tokens a provider billed for one request, as its log records them: read
+    from cache, written to cache (Anthropic's cache creation; 0 for OpenAI) and the rest."""
+
+    uncached: int
+    cache_read: int
+    cache_write: int = 0
+
+    @property
+    def prompt(self) -> int:
+        return self.uncached + self.cache_read + self.cache_write
+
+
+def token_count(value: Any) -> int:
+    """A token count in a log: a whole number >= 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+@dataclass(frozen=True)
 class Conversation:
     """One conversation read from a file, in an API message format.
 
@@ -25,7 +44,10 @@ class Conversation:
     Responses body); ``one_per_line`` is true when the file held one message per line.
     ``timestamps`` gives, per message, when the log says it was written (seconds since
     the epoch; ``None`` for a message without one), for the logs that record it (Claude
-    Code, OpenHands, tau2); it is ``None`` when no message has one.
+    Code, OpenHands, tau2); it is ``None`` when no message has one.  ``usage`` gives, at the
+    first message of each model response, the prompt tokens billed for the request that
+    produced it (:class:`Usage`; ``None`` elsewhere), for the logs that record it (Claude Code,
+    Codex); it is ``None`` when the log records none.
     """
 
     name: str
@@ -37,6 +59,7 @@ class Conversation:
     body_key: str = "messages"
     one_per_line: bool = False
     timestamps: tuple[float | None, ...] | None = field(default=None, repr=False, compare=False)
+    usage: tuple[Usage | None, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def breakpoints_outside(self) -> int:
@@ -75,6 +98,7 @@ class Draft:
     body_key: str = "messages"
     one_per_line: bool = False
     timestamps: tuple[float | None, ...] | None = None
+    usage: tuple[Usage | None, ...] | None = None
 
 
 def is_message(x: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .base import Draft, LogError, describe, timestamps_of
+from .base import Draft, LogError, Usage, describe, token_count, timestamps_of
 
 
 CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "system", "progress", "summary", "file-history-snapshot",
@@ -22,8 +22,18 @@ def is_claude_code(records: list[tuple[int, Any]]) -> bool:
 
 
 def read_claude_code(records: list[tuple[int, Any]]) -> list[Draft]:
-    messages, notes, times = _claude_code_timed(records)
-    return [Draft(messages, "claude-code", "anthropic", notes, timestamps=times)]
+    messages, notes, times, usage = _claude_code_timed(records)
+    return [Draft(messages, "claude-code", "anthropic", notes, timestamps=times, usage=usage)]
+
+
+def billed(usage: Any) -> Usage | None:
+    """An assistant line's ``message.usage`` (the request's prompt tokens), None without one or
+    with no prompt tokens (the ``<synthetic>`` messages Claude Code writes itself)."""
+    if not isinstance(usage, dict):
+        return None
+    billed = Usage(token_count(usage.get("input_tokens")), token_count(usage.get("cache_read_input_tokens")),
+                   token_count(usage.get("cache_creation_input_tokens")))
+    return billed if billed.prompt else None
 
 
 BLOCK_FIELDS = {
@@ -93,12 +103,13 @@ def claude_code_messages(records: Iterable[tuple[int, Any]]) -> tuple[list, list
     * Every message is ``{"role", "content": [blocks]}`` with only API fields in the
       blocks (``toolUseResult`` copies, ``caller``, and all line metadata dropped).
     """
-    messages, notes, _ = _claude_code_timed(records)
+    messages, notes, _, _ = _claude_code_timed(records)
     return messages, notes
 
 
-def _claude_code_timed(records: Iterable[tuple[int, Any]]) -> tuple[list, list[str], tuple | None]:
-    """:func:`claude_code_messages`, and each message's time: that of its first line."""
+def _claude_code_timed(records: Iterable[tuple[int, Any]]) -> tuple[list, list[str], tuple | None, tuple | None]:
+    """:func:`claude_code_messages`, each message's time (that of its first line) and each
+    response's billed usage (that of its first line that records one)."""
     entries = [(n, d) for n, d in records]
     for n, d in entries:
         if not isinstance(d, dict):
@@ -133,8 +144,8 @@ def _claude_code_timed(records: Iterable[tuple[int, Any]]) -> tuple[list, list[s
         notes.append("subagent log: every line is a sidechain line")
 
     chosen = _main_chain(entries[max(start - 1, 0):], conv, notes)
-    messages, times = _merge_claude_code(chosen, notes)
-    return messages, notes, timestamps_of(times)
+    messages, times, usage = _merge_claude_code(chosen, notes)
+    return messages, notes, timestamps_of(times), tuple(usage) if any(usage) else None
 
 
 def _main_chain(lines: list[tuple[int, dict]], conv: list[tuple[int, dict]],
@@ -191,9 +202,10 @@ def _main_chain(lines: list[tuple[int, dict]], conv: list[tuple[int, dict]],
     return [(n, d) for n, d in conv if id(d) in selected]
 
 
-def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> tuple[list, list]:
+def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> tuple[list, list, list]:
     messages: list[dict] = []
     times: list[Any] = []  # the timestamp of each message's first line
+    usage: list[Usage | None] = []  # each response's billed usage
     ids: list[Any] = []  # message.id of each assistant output message (None for user)
     regrouped = 0
     for n, d in conv:
@@ -207,6 +219,7 @@ def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> tuple[
             mid = msg.get("id")
             if messages and messages[-1]["role"] == "assistant" and mid is not None and ids[-1] == mid:
                 messages[-1]["content"].extend(blocks)
+                usage[-1] = usage[-1] or billed(msg.get("usage"))
                 continue
             if (mid is not None and len(messages) >= 2 and messages[-1]["role"] == "user"
                     and messages[-2]["role"] == "assistant" and ids[-2] == mid and messages[-1]["content"]
@@ -217,12 +230,14 @@ def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> tuple[
             messages.append({"role": "assistant", "content": blocks})
             ids.append(mid)
             times.append(d.get("timestamp"))
+            usage.append(billed(msg.get("usage")))
         elif messages and messages[-1]["role"] == "user":
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": "user", "content": blocks})
             ids.append(None)
             times.append(d.get("timestamp"))
+            usage.append(None)
     if regrouped:
         notes.append(f"regrouped {regrouped} assistant lines written after a tool_result of the same response")
     reordered = 0
@@ -238,4 +253,4 @@ def _merge_claude_code(conv: list[tuple[int, dict]], notes: list[str]) -> tuple[
     same = sum(1 for a, b in zip(messages, messages[1:]) if a["role"] == b["role"] == "assistant")
     if same:
         notes.append(f"{same} pairs of consecutive assistant messages (responses with different ids)")
-    return messages, times
+    return messages, times, usage

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from ..formats.responses import RESPONSES
-from .base import Draft, LogError, counts, describe
+from .base import Draft, LogError, Usage, counts, describe, token_count
 from .messages import is_item
 
 
@@ -18,6 +18,8 @@ CODEX_DECIDED = frozenset({"message", "reasoning", "function_call", "function_ca
                            "custom_tool_call_output", "local_shell_call", "local_shell_call_output"})
 #: How the user messages Codex writes itself (instructions, environment) begin: context, not the user's words.
 CODEX_CONTEXT_PREFIXES = ("<user_instructions>", "<environment_context>", "# AGENTS.md instructions")
+#: Item types a model response is made of (the rest is input: results, user messages).
+CODEX_OUTPUT = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 CODEX_SUMMARY_BUDGET = 20_000  # tokens (4 bytes each) of the user's messages Codex keeps when it compacts
 
 
@@ -38,8 +40,27 @@ def is_codex(records: list[tuple[int, Any]]) -> bool:
 
 
 def read_codex(records: list[tuple[int, Any]]) -> list[Draft]:
-    items, notes = codex_items(records)
-    return [Draft(items, "codex", "responses", notes)]
+    codex = _Codex()
+    items, notes = codex.run(records)
+    usage = tuple(codex.usage.get(i) for i in range(len(items))) if codex.usage else None
+    return [Draft(items, "codex", "responses", notes, usage=usage)]
+
+
+def billed(info: Any) -> Usage | None:
+    """A ``token_count`` event's ``info.last_token_usage``: the last request's prompt tokens
+    (``input_tokens`` includes the ``cached_input_tokens`` and ``cache_write_input_tokens``),
+    None without one."""
+    last = info.get("last_token_usage") if isinstance(info, dict) else None
+    if not isinstance(last, dict) or not token_count(last.get("input_tokens")):
+        return None
+    prompt = token_count(last.get("input_tokens"))
+    cached = min(token_count(last.get("cached_input_tokens")), prompt)
+    written = min(token_count(last.get("cache_write_input_tokens")), prompt - cached)
+    return Usage(prompt - cached - written, cached, written)
+
+
+def _is_output(item: Any) -> bool:
+    return isinstance(item, dict) and (item.get("type") in CODEX_OUTPUT or _is_codex_message(item, "assistant"))
 
 
 def _text_of(content: Any) -> str:
@@ -84,6 +105,8 @@ class _Codex:
         self.start: str | None = None  # how the history after the last compacted line was made
         self.legacy = False
         self.repaired = 0  # function calls whose arguments the log has as null
+        self.usage: dict[int, Usage] = {}  # item index -> the billed usage of the response it starts
+        self.billed_from = 0  # the first item no token_count event has accounted for
 
     def record(self, item: Any, line: int, what: str) -> None:
         if not is_item(item):
@@ -102,6 +125,8 @@ class _Codex:
         if not isinstance(payload, dict):
             raise LogError(f"a compacted line whose payload is {describe(payload)}, not an object", line)
         self.dropped.clear()  # what was before is replaced as a whole
+        self.usage.clear()
+        self.billed_from = 0
         replacement = payload.get("replacement_history")
         if isinstance(replacement, list):
             self.history = []
@@ -146,6 +171,18 @@ class _Codex:
         self.notes.append(f"rolled back the last {turns} turns at line {line} (thread_rolled_back): "
                           f"left out {len(self.history) - cut} items")
         self.history = self.history[:cut]
+        self.usage = {i: u for i, u in self.usage.items() if i < cut}
+        self.billed_from = min(self.billed_from, cut)
+
+    def token_count(self, info: Any) -> None:
+        """The usage of the request whose response are the items since the last one: at the
+        response's first output item (an event with no new output repeats the last)."""
+        usage = billed(info)
+        first = next((i for i in range(min(self.billed_from, len(self.history)), len(self.history))
+                      if _is_output(self.history[i])), None)
+        if usage is not None and first is not None:
+            self.usage[first] = usage
+            self.billed_from = len(self.history)
 
     def line(self, n: int, d: Any) -> None:
         if not isinstance(d, dict):
@@ -160,6 +197,9 @@ class _Codex:
                 self.compacted(payload, n)
             elif kind == "event_msg" and isinstance(payload, dict) and payload.get("type") == "thread_rolled_back":
                 self.roll_back(payload.get("num_turns"), n)
+            elif kind == "event_msg" and isinstance(payload, dict) and payload.get("type") == "token_count":
+                self.token_count(payload.get("info"))
+                self.skipped[kind] += 1
             else:
                 self.skipped[kind] += 1
         elif is_item(d):  # legacy: one item per line

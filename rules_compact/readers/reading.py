@@ -76,7 +76,7 @@ def _guard(name: str, build) -> list[Draft]:
 def _finish(name: str, drafts: list[Draft]) -> list[Conversation]:
     many = len(drafts) > 1
     return [Conversation(f"{name}#{i}" if many else name, d.format, d.messages, d.source_format,
-                         tuple(d.notes), d.envelope, d.body_key, d.one_per_line, d.timestamps)
+                         tuple(d.notes), d.envelope, d.body_key, d.one_per_line, d.timestamps, d.usage)
             for i, d in enumerate(drafts, 1)]
 
 
