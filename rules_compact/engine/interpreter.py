@@ -144,13 +144,18 @@ class Decided:
         return versions(self.log, self.out)
 
     def saved(self, measure) -> tuple[int, int]:
-        """Tokens and characters the actions saved, measured with ``measure(message)``."""
+        """Tokens and characters the actions saved, measured with ``measure(message)``: each
+        changed message as it was before the first action against as it is (the sum, per item,
+        of what its actions saved: each item's change starts where the one before left off)."""
+        first: dict[int, Any] = {}
+        for _, index, before in self.log:
+            first.setdefault(index, before)
         tokens = chars = 0
-        for changes in self.versions.values():
-            for _, old, new in changes:
-                (t0, c0), (t1, c1) = measure(old), measure(new)
-                tokens += t0 - t1
-                chars += c0 - c1
+        out = self.out
+        for index, before in first.items():
+            (t0, c0), (t1, c1) = measure(before), measure(out[index])
+            tokens += t0 - t1
+            chars += c0 - c1
         return tokens, chars
 
 
