@@ -667,6 +667,14 @@ def test_plain_lists_and_jsonl():
     assert one(SWE_FC).with_messages(msgs) == msgs  # a converted log is written as a message list
 
 
+def test_a_jsonl_line_breaks_only_at_newlines():
+    # Node's JSON.stringify (Claude Code, Codex) writes U+2028, U+2029 and U+0085 raw in strings:
+    # they are no line breaks of a JSONL file, where str.splitlines would break there
+    msgs = [{"role": "user", "content": "a\u2028b\u2029c\x85d\x0be"}, {"role": "assistant", "content": "ok"}]
+    text = "\r\n".join(json.dumps(m, ensure_ascii=False) for m in msgs) + "\n"
+    assert one_raw(text.encode(), "m.jsonl").messages == msgs
+
+
 def test_conversation_is_frozen():
     conv = one_raw(b'[{"role": "user", "content": "hi"}]')
     with pytest.raises(dataclasses.FrozenInstanceError):

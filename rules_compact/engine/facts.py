@@ -183,8 +183,6 @@ class Facts:
         for i in hits:
             out[i] = True
         self.__dict__["errors"] = out
-        for key in [k for k in self._memo if k[0] == "root"]:  # built while the flags stood in
-            del self._memo[key]
         return out
 
     def item(self, index: int) -> Item:
@@ -305,27 +303,24 @@ class Facts:
                 + [at[cid] for cid in self.call_ids[index] if cid not in own_ids and cid in at])
 
     def jmespath_root(self, index: int) -> dict:
-        """The document a ``where`` expression sees: ``{item, message, call, args}``."""
-        key = ("root", index)
-        root = self._memo.get(key)
-        if root is None:
-            scan, turn = self.scan, self.scan.is_turn[index]
-            call = self.links[index][0]
-            text = self.texts[index]
-            root = self._memo[key] = {
-                "item": {
-                    "kind": "assistant" if turn else "tool_result", "role": "assistant" if turn else "tool",
-                    "index": index + self.origin.items, "message_index": scan.msg[index] + self.origin.messages,
-                    "tool_name": self.tool_names[index], "tool_call_id": scan.call_id[index],
-                    "tool_names": list(self.call_names[index]), "text": text, "chars": len(text),
-                    "tokens": self.item_tokens[index], "is_error": self.errors[index],
-                    "orphan": self.orphans[index],
-                },
-                "message": self.messages[scan.msg[index]],
-                "call": call,
-                "args": decode_args(call),
-            }
-        return root
+        """The document a ``where`` expression sees: ``{item, message, call, args}``, built anew
+        for each search (kept for every item, the roots would outweigh the messages)."""
+        scan, turn = self.scan, self.scan.is_turn[index]
+        call = self.links[index][0]
+        text = self.texts[index]
+        return {
+            "item": {
+                "kind": "assistant" if turn else "tool_result", "role": "assistant" if turn else "tool",
+                "index": index + self.origin.items, "message_index": scan.msg[index] + self.origin.messages,
+                "tool_name": self.tool_names[index], "tool_call_id": scan.call_id[index],
+                "tool_names": list(self.call_names[index]), "text": text, "chars": len(text),
+                "tokens": self.item_tokens[index], "is_error": self.errors[index],
+                "orphan": self.orphans[index],
+            },
+            "message": self.messages[scan.msg[index]],
+            "call": call,
+            "args": decode_args(call),
+        }
 
     # -- ages -------------------------------------------------------------------------
     def ages(self, unit: str, among, include_self: bool) -> list[int]:

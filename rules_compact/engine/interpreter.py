@@ -144,13 +144,18 @@ class Decided:
         return versions(self.log, self.out)
 
     def saved(self, measure) -> tuple[int, int]:
-        """Tokens and characters the actions saved, measured with ``measure(message)``."""
+        """Tokens and characters the actions saved, measured with ``measure(message)``: each
+        changed message as it was before the first action against as it is (the sum, per item,
+        of what its actions saved: each item's change starts where the one before left off)."""
+        first: dict[int, Any] = {}
+        for _, index, before in self.log:
+            first.setdefault(index, before)
         tokens = chars = 0
-        for changes in self.versions.values():
-            for _, old, new in changes:
-                (t0, c0), (t1, c1) = measure(old), measure(new)
-                tokens += t0 - t1
-                chars += c0 - c1
+        out = self.out
+        for index, before in first.items():
+            (t0, c0), (t1, c1) = measure(before), measure(out[index])
+            tokens += t0 - t1
+            chars += c0 - c1
         return tokens, chars
 
 
@@ -328,41 +333,42 @@ class _Tally:
 
 # -- the pass ------------------------------------------------------------------------------
 
-def boundary_of(ruleset: RuleSet, given: Input) -> int:
-    """How many leading messages the rules decide on (all of them without a step)."""
+def boundary_of(ruleset: RuleSet, given: Input, scan: Scan | None = None) -> int:
+    """How many leading messages the rules decide on (all of them without a step; ``scan``: the
+    format's scan of the messages, if the caller has it)."""
     step = ruleset.step
     if step is None:
         return len(given.messages)
     if step.pay_back is None:
         return step_boundary(step, given.results, given.tokens, len(given.messages))
-    return pay_back_walk(ruleset, given).boundary
+    return pay_back_walk(ruleset, given, scan=scan).boundary
 
 
 def pay_back_walk(ruleset: RuleSet, given: Input, prefix_of: Callable[[int], list] | None = None,
-                  resume: Walk | None = None) -> Walk:
+                  resume: Walk | None = None, scan: Scan | None = None) -> Walk:
     """The walk that puts a ``pay_back`` step's boundary (``prefix_of``: the content rules'
-    compaction of a prefix, by default the installed prefix compaction's; ``resume``: an
-    earlier walk that holds for these messages)."""
+    compaction of a prefix, by default the installed prefix compaction's, given ``scan``;
+    ``resume``: an earlier walk that holds for these messages)."""
     fmt, messages = given.fmt, given.messages
     if prefix_of is None:
-        prefix_of = _prefix_compaction[0](messages, content_rules(ruleset), fmt)
+        prefix_of = _prefix_compaction[0](messages, content_rules(ruleset), fmt, scan)
     estimate, pieces = ruleset.estimator, fmt.message_pieces
     return walk_pay_back(ruleset.step, messages, fmt, given.tokens(), given.results(), prefix_of,
                          lambda m: estimate.of_message(m, pieces(m)), resume)
 
 
-def fresh_prefixes(messages: list, content: RuleSet, fmt: Format) -> Callable[[int], list]:
-    """Each prefix of ``messages`` compacted by a pass of its own."""
+def fresh_prefixes(messages: list, content: RuleSet, fmt: Format, scan: Scan | None = None) -> Callable[[int], list]:
+    """Each prefix of ``messages`` compacted by a pass of its own (``scan``: of ``messages``, unused)."""
     return lambda b: run_pass(messages[:b], content, fmt).messages
 
 
-#: How a pay-back walk compacts its prefixes: ``[0](messages, content_rules, fmt)`` gives
-#: ``b -> the compaction of messages[:b]``.  Fresh passes here; the incremental layer installs
+#: How a pay-back walk compacts its prefixes: ``[0](messages, content_rules, fmt, scan)`` gives
+#: ``b -> the compaction of messages[:b]`` (``scan``: the format's scan of ``messages``, or None).  Fresh passes here; the incremental layer installs
 #: a Compactor that reuses each prefix's settled decisions (the same messages: test_pay_back).
-_prefix_compaction: list[Callable[[list, RuleSet, Format], Callable[[int], list]]] = [fresh_prefixes]
+_prefix_compaction: list[Callable[[list, RuleSet, Format, Scan | None], Callable[[int], list]]] = [fresh_prefixes]
 
 
-def use_prefix_compaction(make: Callable[[list, RuleSet, Format], Callable[[int], list]]) -> Callable:
+def use_prefix_compaction(make: Callable[[list, RuleSet, Format, Scan | None], Callable[[int], list]]) -> Callable:
     """Install how pay-back walks compact their prefixes; returns the one it replaces."""
     previous, _prefix_compaction[0] = _prefix_compaction[0], make
     return previous
@@ -460,12 +466,14 @@ def run_pass(messages: list, ruleset: RuleSet, fmt: Format, breakpoints_outside:
     (``breakpoints_outside``: the cache breakpoints the request holds outside the messages;
     ``scan``: the format's scan of ``messages``, if the caller has it)."""
     given = Input(messages, fmt, ruleset)
-    boundary = boundary_of(ruleset, given)
+    boundary = boundary_of(ruleset, given, scan)
     skip = skipped(ruleset, given, boundary)
     if skip:
         return Pass(messages, not_run(ruleset, skip, given), boundary)
     prefix = messages if boundary == len(messages) else messages[:boundary]
-    facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary), scan=scan if prefix is messages else None)
+    if scan is not None and prefix is not messages:
+        scan = scan.prefix(boundary)
+    facts = Facts(prefix, fmt, ruleset, message_sizes=given.sizes(boundary), scan=scan)
     outside = Outside(breakpoints_outside, fmt, messages, boundary)
     decided = evaluate(facts, ruleset, lambda: sum(given.tokens()), outside)
     out = decided.out if boundary == len(messages) else decided.out + messages[boundary:]

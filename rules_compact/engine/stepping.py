@@ -21,11 +21,12 @@ the rest of a round costs a few additions.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate, compress, count
 from operator import is_not
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..formats import Format
 from ..language.model import Step
@@ -119,9 +120,9 @@ def walk_pay_back(step: Step, messages: list, fmt: Format, tokens: Sequence[int]
     ``prefix_of(b)``: the content rules' compaction of ``messages[:b]``; ``size_of``: the
     tokens of a compacted message."""
     ratio, factor = step.pay_back.price_ratio, step.pay_back.factor
-    raw = [0, *accumulate(tokens)]
+    raw = _totals(accumulate(tokens, initial=0))
     through_units = None if step.unit == "messages" else \
-        list(accumulate(results if step.unit == "tool_results" else tokens))
+        _totals(accumulate(results if step.unit == "tool_results" else tokens))
 
     def latest(count: int) -> int:
         return _reached(step, count) if through_units is None else _boundary_in(step, through_units, count)
@@ -184,7 +185,7 @@ class _Sizes:
 
     def through(self, compacted: list) -> list:
         """The tokens of ``compacted[:i]`` for every i."""
-        return [0, *accumulate(self.of(i, m) for i, m in enumerate(compacted))]
+        return _totals(accumulate((self.of(i, m) for i, m in enumerate(compacted)), initial=0))
 
     def total(self, compacted: list) -> int:
         """The tokens of ``compacted``: the latest total, corrected where the two differ (found in
@@ -198,6 +199,16 @@ class _Sizes:
         total -= sum(of(i, last[i]) for i in range(shared, len(last)))
         self.last = compacted, total
         return total
+
+
+def _totals(values: Iterable[int]) -> Sequence[int]:
+    """Running totals as 8-byte integers (a list of Python ints takes 36 bytes an entry, and a
+    long history's walk holds several); a list when a total is not such an integer."""
+    totals = list(values)
+    try:
+        return array("q", totals)
+    except (TypeError, OverflowError):  # a plugin's estimator may give floats
+        return totals
 
 
 def _extra_cost(ratio: float, saving: int, previous: int | None, first: int, boundary: int, through: list,

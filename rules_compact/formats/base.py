@@ -7,6 +7,7 @@ untouched parts of the old one.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -109,6 +110,48 @@ class Scan:
         """The message where the item's span starts, or the item's own message outside a span."""
         span = self.span[item]
         return self.span_starts[span] if span is not None else self.msg[item]
+
+    def prefix(self, messages: int) -> Scan:
+        """The scan of the first ``messages`` messages: the same columns, cut (a scan reads
+        the messages in order, so a prefix's columns are the whole one's first entries)."""
+        return PrefixScan(self, bisect_left(self.msg, messages), messages)
+
+
+_PER_ITEM = frozenset(("msg", "block", "is_turn", "call_id", "error_flag", "calls", "thinking", "span",
+                       "prev_assistant", "observed"))
+
+
+class PrefixScan(Scan):
+    """A scan cut to its first ``items`` items and ``messages`` messages (:meth:`Scan.prefix`);
+    each column is cut when first read."""
+
+    def __init__(self, whole: Scan, items: int, messages: int):  # no Scan.__init__: no columns of its own
+        self._whole, self._items, self._messages = whole, items, messages
+
+    def __getattr__(self, name: str):
+        whole, items, messages = self._whole, self._items, self._messages
+        if name in _PER_ITEM:
+            value = getattr(whole, name)[:items]
+        elif name in ("results", "turns"):  # item indices
+            column = getattr(whole, name)
+            value = column[:bisect_left(column, items)]
+        elif name in ("user_turns", "span_starts"):  # message indices
+            column = getattr(whole, name)
+            value = column[:bisect_left(column, messages)]
+        elif name == "calls_of":
+            value = whole.calls_of[:messages]
+        elif name == "last_assistant":
+            turns = self.turns
+            value = self.msg[turns[-1]] if turns else None
+        elif name == "call_at":
+            value = {cid: found for cid, found in whole.call_at.items() if found[1] < messages}
+        else:
+            raise AttributeError(name)
+        self.__dict__[name] = value
+        return value
+
+    def __len__(self) -> int:
+        return self._items
 
 
 #: The key of an OpenAI user message that carries an observation (a text-action agent's tool
@@ -466,7 +509,7 @@ class Format:
         calls_of = scan.calls_of
         span: int | None = None
         for i, msg in enumerate(messages):
-            calls = self.calls(msg)
+            calls = tuple(self.calls(msg))  # one tuple per message, shared with its turn's item: () when none
             calls_of.append(calls)
             for call in calls:
                 if call[0] not in call_at:

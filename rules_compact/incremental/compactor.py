@@ -15,7 +15,7 @@ from ..engine.stepping import Walk
 from ..engine.interpreter import (Decided, Input, Outside, Pass, Sizes, boundary_of, content_rules, evaluate,
                                   pay_back_walk, run_pass, skipped)
 from ..engine.report import not_run, ran
-from ..formats import Format
+from ..formats import Format, Scan
 from ..formats.base import deep_copy
 from ..kinds.actions import BUILTIN_ACTIONS
 from ..kinds.estimators import ESTIMATORS
@@ -209,11 +209,12 @@ def _resumed(memo: _Memo | None, messages: list, boundary: int, fmt: Format, rul
     return settled, facts, prior
 
 
-def compacted_prefixes(messages: list, content: RuleSet, fmt: Format):
+def compacted_prefixes(messages: list, content: RuleSet, fmt: Format, scan: Scan | None = None):
     """A pay-back walk's prefix compaction: a sweep (sweep.py) where the rule file and the
     history allow, else one Compactor over the growing prefixes, so each prefix's settled
-    decisions carry over to the next (the same messages as fresh passes)."""
-    sweep = Sweep.of(messages, content, fmt)
+    decisions carry over to the next (the same messages as fresh passes; ``scan``: the
+    format's scan of ``messages``, if the caller has it)."""
+    sweep = Sweep.of(messages, content, fmt, scan)
     if sweep is not None:
         return sweep
     compactor = Compactor([content], fmt.name, verify=False)

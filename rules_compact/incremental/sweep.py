@@ -24,50 +24,12 @@ from .settle import settling_of
 
 __all__ = ["Sweep"]
 
-_PER_ITEM = frozenset(("msg", "block", "is_turn", "call_id", "error_flag", "calls", "thinking", "span",
-                       "prev_assistant", "observed"))
-
-
-class PrefixScan(Scan):
-    """The whole history's scan, cut to its first ``items`` items and ``messages`` messages;
-    each column is cut when first read."""
-
-    def __init__(self, whole: Scan, items: int, messages: int):  # no Scan.__init__: no columns of its own
-        self._whole, self._items, self._messages = whole, items, messages
-
-    def __getattr__(self, name: str):
-        whole, items, messages = self._whole, self._items, self._messages
-        if name in _PER_ITEM:
-            value = getattr(whole, name)[:items]
-        elif name in ("results", "turns"):  # item indices
-            column = getattr(whole, name)
-            value = column[:bisect_left(column, items)]
-        elif name in ("user_turns", "span_starts"):  # message indices
-            column = getattr(whole, name)
-            value = column[:bisect_left(column, messages)]
-        elif name == "calls_of":
-            value = whole.calls_of[:messages]
-        elif name == "last_assistant":
-            turns = self.turns
-            value = self.msg[turns[-1]] if turns else None
-        elif name == "call_at":
-            value = {cid: found for cid, found in whole.call_at.items() if found[1] < messages}
-        else:
-            raise AttributeError(name)
-        self.__dict__[name] = value
-        return value
-
-    def __len__(self) -> int:
-        return self._items
-
-
 class PrefixFacts(Facts):
     """Facts of a history's first ``end`` messages, reading the whole history's item columns."""
 
     def __init__(self, sweep: Sweep, end: int):
         whole = sweep.whole
-        items = bisect_left(whole.scan.msg, end)
-        super().__init__(whole.messages[:end], whole.fmt, whole.ruleset, scan=PrefixScan(whole.scan, items, end))
+        super().__init__(whole.messages[:end], whole.fmt, whole.ruleset, scan=whole.scan.prefix(end))
         self._whole, self._sweep = whole, sweep
 
     def texts_of(self, items) -> list[str]:
@@ -151,11 +113,11 @@ class Sweep:
         self.acting = 0  # the items the latest prefix acted on (the others held what they had)
 
     @classmethod
-    def of(cls, messages: list, content: RuleSet, fmt: Format) -> Sweep | None:
+    def of(cls, messages: list, content: RuleSet, fmt: Format, scan: Scan | None = None) -> Sweep | None:
         settling, nodes = once_per(_KNOWN, content, lambda: (settling_of(content, fmt), change_nodes(content)), fmt.name)
         if settling is None:
             return None
-        whole = Facts(messages, fmt, content)
+        whole = Facts(messages, fmt, content, scan=scan)
         links, msg = whole.links, whole.scan.msg
         if any(links[i][1] is not None and links[i][1] > msg[i] for i in whole.scan.results):
             return None  # a result before its call: a prefix's links are not the whole history's

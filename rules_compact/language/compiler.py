@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import jmespath
 import jmespath.exceptions
+from jmespath.visitor import TreeInterpreter
 
 from ..errors import Problem
 from ..kinds.base import ITEM_KINDS, Action, ActionKind, All, Matcher, MatcherKind, everything, predicate_matcher
@@ -21,6 +22,22 @@ __all__ = ["CompileContext", "compile_ruleset", "DEFAULT_PLACEHOLDER"]
 
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
 
+
+
+class Expression:
+    """A compiled JMESPath expression.  Its searches share one interpreter: ``jmespath``'s own
+    ``search`` makes one each time, a reference cycle (its method cache holds its bound
+    methods) that only the cyclic collector frees, and a pass pauses it (a ``where`` over
+    100,000 items left 2.8 times a 43 MB file's size of garbage)."""
+
+    __slots__ = ("expression", "parsed")
+    _interpreter = TreeInterpreter()
+
+    def __init__(self, expression: str, parsed: dict):
+        self.expression, self.parsed = expression, parsed
+
+    def search(self, value: Any) -> Any:
+        return self._interpreter.visit(self.parsed, value)
 
 class CompileContext:
     """What matcher and action compilers use: sub-compilation, checks, located problems."""
@@ -87,7 +104,7 @@ class CompileContext:
         if compiled is None or _depth(compiled.parsed) > MAX_JMESPATH_DEPTH:
             self.problem(path, f"JMESPath expression nests deeper than {MAX_JMESPATH_DEPTH} levels")
             return None
-        return compiled
+        return Expression(compiled.expression, compiled.parsed)
 
     def template(self, text: str, path: str, extra: tuple[str, ...] = ()) -> Template | None:
         try:

@@ -73,7 +73,8 @@ class Template:
         return template
 
     def render(self, values: dict[str, Any]) -> str:
-        return self.text.format_map(values)
+        """The template's output; one string shared by every item when it has no fields."""
+        return self.text.format_map(values) if self.variables else self.prefix
 
     def recognises(self, text: str, values: dict[str, Any]) -> bool:
         """Whether ``text`` is this template's output for an item with these ``values``:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterator
 
 from .. import jsontext
 from ..errors import InputError
@@ -46,7 +46,7 @@ def decode(raw: bytes, name: str) -> str:
 def _jsonl_records(text: str, name: str) -> list[tuple[int, Any]] | None:
     """The values of a JSONL text, or ``None`` when its first line is not a JSON value by itself."""
     records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
         try:
@@ -59,6 +59,19 @@ def _jsonl_records(text: str, name: str) -> list[tuple[int, Any]] | None:
         except RecursionError:
             raise InputError(f"{name}:{lineno}: JSON nests too deeply") from None
     return records
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of a JSONL text, split at ``\n`` alone (a JSON string may hold U+2028 and the
+    other characters ``str.splitlines`` breaks at), one at a time (a list of them would copy
+    the whole text)."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        if stop < 0:
+            stop = end
+        yield text[start:stop]
+        start = stop + 1
 
 
 def _guard(name: str, build) -> list[Draft]:
@@ -75,9 +88,32 @@ def _guard(name: str, build) -> list[Draft]:
 
 def _finish(name: str, drafts: list[Draft]) -> list[Conversation]:
     many = len(drafts) > 1
+    labels: dict[str, str] = {}
+    for d in drafts:
+        share_labels(d.messages, labels)
     return [Conversation(f"{name}#{i}" if many else name, d.format, d.messages, d.source_format,
                          tuple(d.notes), d.envelope, d.body_key, d.one_per_line, d.timestamps, d.usage)
             for i, d in enumerate(drafts, 1)]
+
+
+def share_labels(messages: list, labels: dict[str, str]) -> None:
+    """Make each ``role`` and ``type`` string of the messages and of their parts (content
+    blocks, tool calls) one object per value, in place: each occurrence parsed is a string of
+    its own, about 50 bytes, a tenth of a large conversation's memory."""
+    for msg in messages:
+        if type(msg) is not dict:
+            continue
+        for key in ("role", "type"):
+            value = msg.get(key)
+            if type(value) is str:
+                msg[key] = labels.setdefault(value, value)
+        for parts in (msg.get("content"), msg.get("tool_calls")):
+            if type(parts) is list:
+                for part in parts:
+                    if type(part) is dict:
+                        value = part.get("type")
+                        if type(value) is str:
+                            part["type"] = labels.setdefault(value, value)
 
 
 def _readers() -> tuple[Reader, ...]:
