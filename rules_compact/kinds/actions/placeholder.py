@@ -60,8 +60,6 @@ def compile_placeholder(options, ctx, path) -> Action:
             chosen.clear()
             rendered.clear()
             owner[0] = reads
-        elif len(rendered) > RENDERED:
-            rendered.clear()
         scan = facts.scan
         is_turn, names, call_ids, estimate = scan.is_turn, facts.tool_names, scan.call_id, facts.estimate
         text_at, out, inputs, msg = ed.result_text_at, ed.out, facts.messages, scan.msg
@@ -126,6 +124,8 @@ def compile_placeholder(options, ctx, path) -> Action:
             known = rendered.get(id(current))
             if known is None or any(a is not b and a != b for a, b in zip(known[0], key)):
                 values = values or Variables(current, name, call_ids[index], estimate, link)
+                if len(rendered) >= RENDERED:  # the newest are those a later call meets again
+                    rendered.clear()
                 known = rendered[id(current)] = (key, _render(template, values, estimate, allow_larger))
             new, note = known[1]
             return new, note if note is not None else failed
@@ -150,7 +150,7 @@ def compile_placeholder(options, ctx, path) -> Action:
     return Action("placeholder", templates=templates, run_many=placeholders, kind=KIND)
 
 
-RENDERED = 4096  # texts whose render a placeholder action remembers (a Compactor's later calls meet them again)
+RENDERED = 4096  # texts whose render a placeholder action remembers at most (a Compactor's later calls meet them again)
 
 
 def _render(template, values, estimate, allow_larger: bool) -> tuple[str | None, str | None]:
