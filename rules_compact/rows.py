@@ -15,6 +15,7 @@ from .engine import compact
 from .formats import FORMATS
 from .language.model import RuleSet
 from .recall import References
+from .regret import Refetches
 from .replay import Price, Replay, replay, round_starts
 
 __all__ = ["StatsRow", "stats_row", "stats_total", "ReplayRow", "replays", "replay_rows", "replay_total", "DiffRow",
@@ -71,7 +72,9 @@ class ReplayRow:
 
     ``references``: the references the recorded responses make to earlier content;
     ``kept_references``: how many of them the compacted prompts still show.  ``cold_rounds``:
-    the rounds that found the cache expired (None when the cache never expires)."""
+    the rounds that found the cache expired (None when the cache never expires).
+    ``cleared_results``: the results some round's prompt showed cleared; ``refetched_results``:
+    of them, those whose exact call the recorded agent made again while they were hidden."""
 
     conversation: str
     rule_set: str
@@ -82,26 +85,36 @@ class ReplayRow:
     references: int
     kept_references: int
     cold_rounds: int | None = None
+    cleared_results: int = 0
+    refetched_results: int = 0
 
     @property
     def recall(self) -> float:
         return self.kept_references / self.references if self.references else 1.0
 
+    @property
+    def regret(self) -> float:
+        """Re-fetch regret: ``refetched_results / cleared_results`` (0 when none was cleared)."""
+        return self.refetched_results / self.cleared_results if self.cleared_results else 0.0
+
     def to_dict(self) -> dict:
-        return {**asdict(self), "recall": self.recall}
+        return {**asdict(self), "recall": self.recall, "regret": self.regret}
 
     @classmethod
     def of(cls, name: str, r: Replay, cold: Sequence[bool] | None) -> ReplayRow:
         return cls(name, r.label, r.rounds, r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept),
-                   None if cold is None else sum(cold))
+                   None if cold is None else sum(cold), r.cleared, r.refetched)
 
 
 def replays(messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
             price: Price, cold: Sequence[bool] | None = None) -> list[Replay]:
-    """One replay per ``(label, rule files)`` (None: no compaction), sharing the references;
-    ``cold``: the rounds whose cache had expired."""
-    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-    out = [replay(messages, rules, fmt, price, label, references=references) for label, rules in sets]
+    """One replay per ``(label, rule files)`` (None: no compaction), sharing the references and
+    the re-fetches; ``cold``: the rounds whose cache had expired."""
+    form, starts = FORMATS[fmt], round_starts(messages, fmt)
+    references = References(messages, form, starts)
+    refetches = Refetches(messages, form, starts) if any(rules for _, rules in sets) else None
+    out = [replay(messages, rules, fmt, price, label, references=references, refetches=refetches)
+           for label, rules in sets]
     return out if cold is None else [r.expire(cold) for r in out]
 
 
@@ -121,7 +134,8 @@ def replay_total(rows: Sequence[ReplayRow]) -> list[ReplayRow]:
         out.append(ReplayRow(f"total ({len(mine)})", label, sum(r.rounds for r in mine),
                              sum(r.prompt_tokens for r in mine), sum(r.cached_tokens for r in mine),
                              sum(r.cost for r in mine), sum(r.references for r in mine),
-                             sum(r.kept_references for r in mine), sum(colds) if colds else None))
+                             sum(r.kept_references for r in mine), sum(colds) if colds else None,
+                             sum(r.cleared_results for r in mine), sum(r.refetched_results for r in mine)))
     return out
 
 
