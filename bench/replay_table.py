@@ -276,7 +276,7 @@ def main(argv=None) -> int:
                         help="only the trace files whose path under tests/data/traces matches, e.g. 'tau*/*'")
     parser.add_argument("--rules", default="default", help="the rule file under test (default: the bundled default)")
     parser.add_argument("--price", default="anthropic",
-                        help="anthropic (default), anthropic-1h, openai or CACHED,UNCACHED[,LIFETIME]")
+                        help="anthropic (default), anthropic-1h, openai, openai-legacy or CACHED,UNCACHED[,LIFETIME]")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every target is met")
     args = parser.parse_args(argv)

@@ -31,33 +31,53 @@ from .limits import MAX_PRICE
 from .recall import References
 from .regret import Refetches
 
-__all__ = ["Price", "PRICES", "Replay", "replay", "parse_price", "round_starts", "round_tokens", "cold_rounds",
+__all__ = ["Price", "PRICES", "PRICE_HELP", "Replay", "replay", "parse_price", "round_starts", "round_tokens", "cold_rounds",
            "StepSchedules", "step_schedule"]
 
 
 @dataclass(frozen=True)
 class Price:
     """Cost of one token relative to an uncached, uncompacted base price of 1, and how long
-    (seconds) a cache entry lives after its last use (None: for ever)."""
+    (seconds) a cache entry lives after its last use (None: for ever); ``source``: where a
+    profile's numbers come from."""
 
     name: str
     cached: float
     uncached: float
     lifetime: float | None = None
+    source: str = ""
 
 
+ANTHROPIC_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+OPENAI_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
+
+#: The price profiles: a prompt's tokens not read from cache are written to it (Anthropic, up to
+#: the request's last breakpoint; OpenAI GPT-5.6+, up to its implicit breakpoint at the newest
+#: message), so ``uncached`` is the write price.
 PRICES = {
-    "anthropic": Price("anthropic", 0.1, 1.25, 300.0),  # cache read 0.1x; 5-minute cache write 1.25x
-    "anthropic-1h": Price("anthropic-1h", 0.1, 2.0, 3600.0),  # 1-hour cache write 2x
-    "openai": Price("openai", 0.1, 1.0, 300.0),  # automatic prefix caching: no write premium; 5 minutes
+    "anthropic": Price("anthropic", 0.1, 1.25, 300.0,
+                       f"{ANTHROPIC_CACHING}: cache reads 0.1x the base input price, 5-minute cache writes 1.25x"),
+    "anthropic-1h": Price("anthropic-1h", 0.1, 2.0, 3600.0,
+                          f"{ANTHROPIC_CACHING}: cache reads 0.1x, 1-hour cache writes (ttl 1h) 2x"),
+    "openai": Price("openai", 0.1, 1.25, 1800.0,
+                    f"{OPENAI_CACHING}: GPT-5.6 and later, cache writes 1.25x the uncached input rate; cached "
+                    "input 0.1x; prompt_cache_options.ttl 30m, the default and a minimum lifetime"),
+    "openai-legacy": Price("openai-legacy", 0.1, 1.0, 300.0,
+                           f"{OPENAI_CACHING}: models before GPT-5.6 (gpt-5 family: cached input 0.1x), cache "
+                           "writes free; in-memory retention clears a cache after 5 to 10 minutes idle"),
 }
+
+#: The profiles as ``--price`` help lists them.
+PRICE_HELP = ("anthropic (cached 0.1, uncached 1.25, 5-minute cache; the default), anthropic-1h (0.1, 2.0, 1 hour), "
+              "openai (GPT-5.6 and later: 0.1, 1.25, 30 minutes), openai-legacy (older OpenAI models: 0.1, 1.0, "
+              "5 minutes)")
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 def parse_price(text: str) -> Price:
-    """A profile name (``anthropic``, ``anthropic-1h``, ``openai``) or ``CACHED,UNCACHED[,LIFETIME]``,
+    """A profile name (``anthropic``, ``anthropic-1h``, ``openai``, ``openai-legacy``) or ``CACHED,UNCACHED[,LIFETIME]``,
     e.g. ``0.1,1.25`` or ``0.1,1.25,5m`` (LIFETIME in seconds, or with ``s``, ``m`` or ``h``)."""
     if text in PRICES:
         return PRICES[text]

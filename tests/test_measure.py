@@ -189,7 +189,8 @@ def test_replay_two_rule_files_are_successive_passes(capsys, convs, rule_files):
 
 
 @pytest.mark.parametrize("price, cached, uncached, name", [
-    ("openai", 0.1, 1.0, "openai"),
+    ("openai", 0.1, 1.25, "openai"),
+    ("openai-legacy", 0.1, 1.0, "openai-legacy"),
     ("anthropic-1h", 0.1, 2.0, "anthropic-1h"),
     ("0.1,1.25", 0.1, 1.25, "0.1,1.25"),
     ("0.25,2", 0.25, 2.0, "0.25,2"),
@@ -250,7 +251,7 @@ def test_replay_bad_price_is_a_one_line_usage_error(capsys, convs, price):
     rc, out, err = run(capsys, "replay", convs[1][0], "--price", price)
     assert rc == 2 and out == ""
     line = one_error_line(err)
-    assert f"--price {price!r}" in line and "anthropic, anthropic-1h, openai or CACHED,UNCACHED[,LIFETIME]" in line
+    assert f"--price {price!r}" in line and "anthropic, anthropic-1h, openai, openai-legacy or CACHED,UNCACHED[,LIFETIME]" in line
 
 
 def test_diff_bad_price_is_a_one_line_usage_error(capsys, convs, rule_files):
