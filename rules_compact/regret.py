@@ -4,7 +4,7 @@ A tool result that answers a recorded call is *cleared* in a round's compacted p
 text there is not the recorded one (a placeholder, a truncation; a cache breakpoint added to it
 changes no text). The round's recorded response *re-fetches* a cleared result when it makes the
 result's exact call again, the same tool with the same arguments compared canonically (decoded,
-keys sorted: :func:`rules_compact.engine.facts.signature`), and the prompt shows no earlier
+keys sorted: :func:`call_key`), and the prompt shows no earlier
 result of that call unhidden (with one in view, the call was not made for want of the hidden
 one). Regret is the share of the results cleared in some round that were re-fetched in some
 round; 0.0 when nothing was cleared.
@@ -19,9 +19,21 @@ from typing import Any
 
 from .engine.facts import signature
 from .formats import Format
+from .jsontext import dumps_data
 from .recall import response_spans
 
-__all__ = ["Refetches"]
+__all__ = ["Refetches", "call_key"]
+
+
+def call_key(name: str | None, call: Any) -> tuple:
+    """What makes two calls the same: the tool and its decoded arguments, keys sorted
+    (:func:`~rules_compact.engine.facts.signature`); arguments that do not decode to a value
+    compare as the call itself, its ids left out."""
+    key = signature(name, call, None)
+    if key is None:
+        rest = {k: v for k, v in call.items() if k not in ("id", "call_id")} if isinstance(call, dict) else call
+        key = (name, "raw", dumps_data(rest, sort_keys=True))
+    return key
 
 
 class Refetches:
@@ -43,17 +55,15 @@ class Refetches:
             if linked is None:
                 continue
             call, _, name = linked
-            key = signature(name, call, None)
-            if key is None:
-                continue
+            key = call_key(name, call)
             number, msg, block = len(self._result_msg), scan.msg[item], scan.block[item]
             self._result_msg.append(msg)
             self._at.setdefault(msg, []).append((number, block, fmt.result_text(messages[msg], block)))
             self._by_call.setdefault(key, []).append(number)
         self.calls: list[frozenset[tuple]] = []  # per round: the signatures its response calls
         for begin, stop in response_spans(messages, fmt, starts):
-            keys = {signature(name, call, None) for msg in messages[begin:stop] for _, name, call in fmt.calls(msg)}
-            self.calls.append(frozenset(k for k in keys if k is not None and k in self._by_call))
+            keys = {call_key(name, call) for msg in messages[begin:stop] for _, name, call in fmt.calls(msg)}
+            self.calls.append(frozenset(k for k in keys if k in self._by_call))
         self.starts = starts
         self._hidden: dict[int, tuple[Any, frozenset[int]]] = {}
 

@@ -160,3 +160,43 @@ def test_a_schedule_replay_counts_regret_like_the_replay():
     assert (at_end.cleared, at_end.refetched) == regret_of(messages, CLEAR_ALL)[:2]
     never = schedules.replay([0, 0, 0], ANTHROPIC)
     assert (never.cleared, never.refetched) == (0, 0)
+
+
+# --- the definition, brute force, on generated conversations and rule files ----------------------
+
+from conftest import property_settings  # noqa: E402
+from hypothesis import given  # noqa: E402
+from strategies import conversations, rule_files, to_ruleset  # noqa: E402
+
+from rules_compact import compact  # noqa: E402
+from rules_compact.regret import call_key  # noqa: E402
+from rules_compact.recall import response_spans  # noqa: E402
+
+
+def brute_force(messages: list, fmt: str, ruleset) -> tuple[int, int]:
+    """(cleared, refetched) straight from the definition: each round's prompt compacted on its own."""
+    form = FORMATS[fmt]
+    items = [i for i in form.items(messages) if i.kind == "tool_result" and i.call is not None and not i.observation]
+    results = [(i.msg_index, i.block_index, call_key(i.tool_name, i.call)) for i in items]
+    cleared, refetched = set(), set()
+    starts = round_starts(messages, fmt)
+    for (begin, stop), end in zip(response_spans(messages, form, starts), starts):
+        prompt = compact(messages[:end], [ruleset], format=fmt).messages
+        hidden = {n for n, (m, b, _) in enumerate(results)
+                  if m < end and form.result_text(prompt[m], b) != form.result_text(messages[m], b)}
+        cleared |= hidden
+        for key in {call_key(name, call) for msg in messages[begin:stop] for _, name, call in form.calls(msg)}:
+            earlier = {n for n, (m, _, k) in enumerate(results) if k == key and m < end}
+            if earlier and earlier <= hidden:
+                refetched |= earlier
+    return len(cleared), len(refetched)
+
+
+@property_settings(0.5)
+@given(conversations(), rule_files())
+def test_regret_is_its_definition(conv, rule_file):
+    fmt, messages = conv
+    ruleset = to_ruleset(rule_file)
+    r = replay(messages, [ruleset], fmt, ANTHROPIC, "x")
+    assert (r.cleared, r.refetched) == brute_force(messages, fmt, ruleset)
+    assert 0 <= r.refetched <= r.cleared and 0.0 <= r.regret <= 1.0
