@@ -133,7 +133,7 @@ def test_each_provider_on_messages_that_do_not_carry_its_breakpoint():
     result = compact(anthropic, [OPENAI], format="anthropic")
     assert result.messages == anthropic
     assert [d.note for d in result.report.passes[0].decisions if d.note] == [
-        "cache-breakpoint needs openai's prompt_cache_breakpoint, which these anthropic messages do not carry"]
+        "cache-breakpoint needs OpenAI prompt_cache_breakpoint, which these anthropic messages do not carry"]
     plain = compact(chat(1), [rules("cache-breakpoint")], format="openai")
     assert plain.messages == chat(1)  # the default provider, anthropic: OpenAI messages carry no cache_control
 

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from ..base import Action, ActionKind
 
-#: Per provider: the key it reads, the breakpoint's value, its ttl values, and the format
-#: attribute that says how many such breakpoints a request may hold.
+#: Per provider: the key it reads, the breakpoint's value, its ttl values, the format attribute
+#: that says how many such breakpoints a request may hold, and the breakpoint's name in notes.
 PROVIDERS = {
-    "anthropic": ("cache_control", {"type": "ephemeral"}, ("5m", "1h"), "max_breakpoints"),
-    "openai": ("prompt_cache_breakpoint", {"mode": "explicit"}, ("30m", "12h"), "openai_max_breakpoints"),
+    "anthropic": ("cache_control", {"type": "ephemeral"}, ("5m", "1h"), "max_breakpoints", "Anthropic cache_control"),
+    "openai": ("prompt_cache_breakpoint", {"mode": "explicit"}, ("30m", "12h"), "openai_max_breakpoints",
+               "OpenAI prompt_cache_breakpoint"),
 }
 
 
 def compile_cache_breakpoint(options, ctx, path) -> Action:
     options = options or {}
     provider = options.get("provider", "anthropic")
-    key, value, ttls, limit_of = PROVIDERS[provider]
+    key, value, ttls, limit_of, called = PROVIDERS[provider]
     if options.get("ttl", ttls[0]) not in ttls:
         ctx.problem(f"{path}.ttl", f"ttl {options['ttl']!r} is not {provider}'s: expected {' or '.join(ttls)}")
     marker = {key: {**value, **({"ttl": options["ttl"]} if "ttl" in options else {})}}
@@ -31,7 +32,7 @@ def compile_cache_breakpoint(options, ctx, path) -> Action:
         fmt = facts.fmt
         limit = getattr(fmt, limit_of)
         if not limit:
-            return f"cache-breakpoint needs {provider}'s {key}, which these {fmt.name} messages do not carry"
+            return f"cache-breakpoint needs {called}, which these {fmt.name} messages do not carry"
         at = facts.scan.msg[index]
         msg = ed.message(at)
         new = fmt.mark_cache(msg, facts.scan.block[index], marker)
