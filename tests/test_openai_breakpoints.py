@@ -143,3 +143,16 @@ def test_a_ttl_of_the_other_provider_is_a_rule_file_error():
         rules("{cache-breakpoint: {provider: openai, ttl: 5m}}")
     with pytest.raises(ConfigError, match=r"ttl '30m' is not anthropic's: expected 5m or 1h"):
         rules("{cache-breakpoint: {ttl: 30m}}")
+
+
+def test_a_chat_assistant_turn_is_marked_on_its_text_never_its_refusal():
+    from openai.types.chat import ChatCompletionAssistantMessageParam
+
+    turn = load_rules("version: 1\nname: t\nrules:\n  - {name: mark, match: {role: assistant}, "
+                      "action: {cache-breakpoint: {provider: openai}}}\n")
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [{"type": "text", "text": "no"}, {"type": "refusal", "refusal": "x"}]}]
+    out = compact(history, [turn], format="openai").messages[1]
+    conforms(out, ChatCompletionAssistantMessageParam)
+    assert out["content"] == [{"type": "text", "text": "no", "prompt_cache_breakpoint": {"mode": "explicit"}},
+                              {"type": "refusal", "refusal": "x"}]

@@ -17,9 +17,10 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ROLE_SET = frozenset(OPENAI_ROLES)
 _OTHER_ROLES = _ROLE_SET - {"tool", "assistant"}
-#: Content parts of OpenAI messages that carry no breakpoint: thinking, and the tool_use blocks of
-#: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
-OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
+#: Content parts of OpenAI messages that carry no breakpoint: thinking, the tool_use blocks of
+#: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it,
+#: and refusal parts (OpenAI's refusal part has no ``prompt_cache_breakpoint``).
+OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use", "refusal"}
 _NO: tuple = ()
 
 
