@@ -370,7 +370,8 @@ def check_api_validity(before: list, after: list, fmt: str | Format | None = Non
     """Assert that ``after`` (the compacted ``before``) is a request the model API accepts
     wherever ``before`` is one:
 
-    * cache breakpoints: the request holds at most the format's limit (Anthropic: 4), counting
+    * cache breakpoints: the request holds at most the format's limit (Anthropic: 4; OpenAI's
+      prompt_cache_breakpoint: 3), counting
       ``breakpoints_outside`` (those in the system prompt and tools), unless ``before`` already
       held more; a message that had a breakpoint still has one;
     * no empty text block, and no message left without content, that ``before`` did not have;
@@ -381,15 +382,16 @@ def check_api_validity(before: list, after: list, fmt: str | Format | None = Non
     """
     form = fmt if isinstance(fmt, Format) else FORMATS[fmt or detect_format(before)]
     assert len(before) == len(after), "messages added or removed"
-    if form.max_breakpoints:
+    limit = max(form.max_breakpoints, form.openai_max_breakpoints)
+    if limit:
         held = [breakpoints_outside + sum(map(form.breakpoints, msgs)) for msgs in (before, after)]
-        assert held[1] <= max(form.max_breakpoints, held[0]), \
-            f"{held[1]} cache breakpoints in the request (at most {form.max_breakpoints}; {held[0]} before)"
+        assert held[1] <= max(limit, held[0]), \
+            f"{held[1]} cache breakpoints in the request (at most {limit}; {held[0]} before)"
     latest = form.scan(before).last_assistant
     for i, (b, a) in enumerate(zip(before, after)):
         if a is b or not isinstance(b, dict):
             continue
-        if form.max_breakpoints and form.breakpoints(b):
+        if limit and form.breakpoints(b):
             assert form.breakpoints(a), f"message {i}: its cache breakpoint was lost"
         blank = _blank_texts(form.name, b)
         assert all(t in blank for t in _blank_texts(form.name, a)), f"message {i}: an empty text block was written"
