@@ -15,12 +15,14 @@ Per trace file it prints, relative to no compaction and totalled over the file's
 * prompt: total prompt tokens over all rounds;
 * cached: the share of the rule set's own prompt tokens that the cache serves;
 * recall: reference recall (rules_compact.recall), kept references over all references;
+* regret: re-fetch regret (rules_compact.regret), the share of the results cleared in some
+  round whose exact call the recorded agent made again while they were hidden;
 
 then, for the files with several conversations, each conversation's cost ratio summarised as
 median / worst (and how many are over 1.0); then cost with the cache expiring after the
 profile's lifetime, on the files whose logs carry timestamps (an extra view, not a target);
-then the issue-15 targets, each met or missed by how much. ``--check`` exits 1 unless every
-target is met. A file's "trace" numbers are its conversations pooled (sums over them).
+then the targets of issue 15 and issue 32's regret target, each met or missed by how much.
+``--check`` exits 1 unless every target is met. A file's "trace" numbers are its conversations pooled (sums over them).
 
 ``--check`` also puts the estimate beside the bill on the logs that record what was billed
 (Claude Code's ``usage``, Codex's ``token_count``): per file, no compaction's estimated and
@@ -61,6 +63,7 @@ from rules_compact.documents import read_conversations_from  # noqa: E402
 from rules_compact.formats import FORMATS  # noqa: E402
 from rules_compact.recall import References  # noqa: E402
 from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
+from rules_compact.regret import Refetches  # noqa: E402
 from rules_compact.replay import StepSchedules, bill, cold_rounds, parse_price, replay, round_starts  # noqa: E402
 
 TRACES = ROOT / "tests" / "data" / "traces"
@@ -114,6 +117,8 @@ class Totals:
     referenced: int
     kept: int
     cold_cost: float  # with the cache expiring (equal to cost without timestamps)
+    cleared: int  # results some round's prompt showed cleared
+    refetched: int  # of them, re-fetched while hidden
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,8 @@ def _rules(name: str):
 
 
 def _totals(r, cold) -> Totals:
-    return Totals(r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept), r.expire(cold).cost)
+    return Totals(r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept), r.expire(cold).cost,
+                  r.cleared, r.refetched)
 
 
 def measure(job: tuple[str, int, str, str, str]) -> Measured:
@@ -155,17 +161,18 @@ def measure(job: tuple[str, int, str, str, str]) -> Measured:
     estimator = ESTIMATORS[estimator_name]
     starts = round_starts(messages)
     refs = References(messages, FORMATS[fmt], starts)
+    fetches = Refetches(messages, FORMATS[fmt], starts)
     cold = cold_rounds(conv.timestamps, starts, price.lifetime)
     base = replay(messages, None, fmt, price, estimator=estimator, references=refs)
     by_set = {}
     for name in [rules_name] + [f"preset:{p}" for p in PRESETS]:
-        r = replay(messages, [_rules(name)], fmt, price, name, estimator, refs)
+        r = replay(messages, [_rules(name)], fmt, price, name, estimator, refs, fetches)
         by_set[DEFAULT if name == rules_name else name.removeprefix("preset:")] = _totals(r, cold)
     schedules = StepSchedules(messages, _rules(rules_name), fmt, estimator)
-    best = schedules.replay(schedules.cheapest(price), price, BOUND, references=refs)
-    best_cold = schedules.replay(schedules.cheapest(price, cold), price, BOUND, references=refs)
+    best = schedules.replay(schedules.cheapest(price), price, BOUND, references=refs, refetches=fetches)
+    best_cold = schedules.replay(schedules.cheapest(price, cold), price, BOUND, references=refs, refetches=fetches)
     by_set[BOUND] = Totals(best.total_prompt, best.total_cached, best.cost, sum(best.referenced), sum(best.kept),
-                           best_cold.expire(cold).cost)
+                           best_cold.expire(cold).cost, best.cleared, best.refetched)
     return Measured(path, conv.name, len(starts), conv.timestamps is not None, _totals(base, cold), by_set,
                     bill(base.expire(cold), conv.usage, starts))
 
@@ -195,6 +202,9 @@ class File:
             return _ratio(sum(t.cached for t in sets), sum(t.prompt for t in sets))
         if what == "recall":
             return _ratio(sum(t.kept for t in sets), sum(t.referenced for t in sets))
+        if what == "regret":
+            cleared = sum(t.cleared for t in sets)
+            return sum(t.refetched for t in sets) / cleared if cleared else 0.0
         raise ValueError(what)
 
     def costs(self, rule_set: str) -> list[float]:
@@ -262,6 +272,9 @@ def targets(files: list[File]) -> list[tuple[str, bool, str]]:
         ours, theirs = f.pooled(DEFAULT, "recall"), f.pooled("observation-masking", "recall")
         out.append(("recall >= observation-masking's - 0.005 on every trace", ours >= theirs - TOLERANCE,
                     f"{f.label}: {ours:.3f} vs {theirs:.3f}"))
+        ours, theirs = f.pooled(DEFAULT, "regret"), f.pooled("observation-masking", "regret")
+        out.append(("re-fetch regret <= observation-masking's on every trace", ours <= theirs,
+                    f"{f.label}: {ours:.3f} vs {theirs:.3f}"))
         presets = {p: f.pooled(p, "cost") for p in PRESETS}
         cheapest = min(presets, key=presets.get)
         if presets[cheapest] < 1.0 - PRESET_SAVES:
@@ -300,7 +313,7 @@ def main(argv=None) -> int:
                         help="only the trace files whose path under tests/data/traces matches, e.g. 'tau*/*'")
     parser.add_argument("--rules", default="default", help="the rule file under test (default: the bundled default)")
     parser.add_argument("--price", default="anthropic",
-                        help="anthropic (default), anthropic-1h, openai or CACHED,UNCACHED[,LIFETIME]")
+                        help="anthropic (default), anthropic-1h, openai, openai-legacy or CACHED,UNCACHED[,LIFETIME]")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every target is met and every billed "
                                                              "log's cost estimate is within 10%% of its bill")
@@ -339,6 +352,9 @@ def main(argv=None) -> int:
     print(table("Cached share of the rule set's own prompt tokens", files, "cached"))
     print()
     print(table("Reference recall: higher is better", files, "recall"))
+    print()
+    print(table("Re-fetch regret (cleared results whose call the agent made again while hidden): lower is better",
+                files, "regret"))
     print()
     timed = [f for f in files if f.timestamps]
     if timed and price.lifetime:

@@ -24,7 +24,7 @@ from .formats import Format
 from .formats import decode_args
 from .formats.base import leaves
 
-__all__ = ["DISTINCTIVE", "References", "distinctive_strings", "response_text", "visible_pieces"]
+__all__ = ["DISTINCTIVE", "References", "distinctive_strings", "response_spans", "response_text", "visible_pieces"]
 
 DISTINCTIVE = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{7,}|\d{4,}")
 _RUN = re.compile(r"[A-Za-z0-9_./-]{4,}")  # every distinctive string lies inside one such run
@@ -75,6 +75,18 @@ def _is_output(fmt: Format, msg: Any) -> bool:
     return bool(fmt.calls(msg)) or fmt.has_thinking(msg) or (isinstance(msg, dict) and msg.get("role") == "assistant")
 
 
+def response_spans(messages: list, fmt: Format, starts: list[int]) -> list[tuple[int, int]]:
+    """Per round, ``(begin, stop)``: its recorded response, the output messages from its prompt end."""
+    spans = []
+    begins = set(starts)
+    for end in starts:
+        stop = end + 1
+        while stop < len(messages) and stop not in begins and _is_output(fmt, messages[stop]):
+            stop += 1
+        spans.append((end, stop))
+    return spans
+
+
 class _Finder:
     """Which of a fixed set of strings occur in a text; each run of the text is matched once."""
 
@@ -118,13 +130,8 @@ class References:
 
     def __init__(self, messages: list, fmt: Format, starts: list[int]):
         self.fmt = fmt
-        responses = []
-        begins = set(starts)
-        for end in starts:
-            stop = end + 1
-            while stop < len(messages) and stop not in begins and _is_output(fmt, messages[stop]):
-                stop += 1
-            responses.append(distinctive_strings(response_text(fmt, messages[end:stop])))
+        responses = [distinctive_strings(response_text(fmt, messages[begin:stop]))
+                     for begin, stop in response_spans(messages, fmt, starts)]
         self._find = _Finder(s for strings in responses for s in strings)
         index = {s: i for i, s in enumerate(self._find.strings)}
         self.rounds: list[frozenset[int]] = []  # per round: the ids of its references

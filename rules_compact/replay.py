@@ -6,7 +6,8 @@ rest is written anew. Cost weighs the two with the provider's prices (a price pr
 cache never expires unless asked: :func:`cold_rounds` names the rounds that came more than the
 profile's cache lifetime after the previous one, and :meth:`Replay.expire` empties the cache
 there. Each round also counts the references of its recorded response that the compacted
-prompt still shows (:mod:`rules_compact.recall`).
+prompt still shows (:mod:`rules_compact.recall`), and the cleared results its response
+re-fetches (:mod:`rules_compact.regret`).
 
 :class:`StepSchedules` gives the cost of any step schedule of a rule file's content rules, and
 the cheapest one (the clairvoyant bound: every boundary chosen knowing the whole future).
@@ -28,34 +29,55 @@ from .kinds.estimators import ESTIMATORS, Estimator
 from .language.model import RuleSet
 from .limits import MAX_PRICE
 from .recall import References
+from .regret import Refetches
 
-__all__ = ["Price", "PRICES", "Replay", "replay", "parse_price", "round_starts", "round_tokens", "cold_rounds",
-           "BilledRound", "Bill", "bill", "StepSchedules", "step_schedule"]
+__all__ = ["Price", "PRICES", "PRICE_HELP", "Replay", "replay", "parse_price", "round_starts", "round_tokens",
+           "cold_rounds", "BilledRound", "Bill", "bill", "StepSchedules", "step_schedule"]
 
 
 @dataclass(frozen=True)
 class Price:
     """Cost of one token relative to an uncached, uncompacted base price of 1, and how long
-    (seconds) a cache entry lives after its last use (None: for ever)."""
+    (seconds) a cache entry lives after its last use (None: for ever); ``source``: where a
+    profile's numbers come from."""
 
     name: str
     cached: float
     uncached: float
     lifetime: float | None = None
+    source: str = ""
 
 
+ANTHROPIC_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+OPENAI_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
+
+#: The price profiles: a prompt's tokens not read from cache are written to it (Anthropic, up to
+#: the request's last breakpoint; OpenAI GPT-5.6+, up to its implicit breakpoint at the newest
+#: message), so ``uncached`` is the write price.
 PRICES = {
-    "anthropic": Price("anthropic", 0.1, 1.25, 300.0),  # cache read 0.1x; 5-minute cache write 1.25x
-    "anthropic-1h": Price("anthropic-1h", 0.1, 2.0, 3600.0),  # 1-hour cache write 2x
-    "openai": Price("openai", 0.1, 1.0, 300.0),  # automatic prefix caching: no write premium; 5 minutes
+    "anthropic": Price("anthropic", 0.1, 1.25, 300.0,
+                       f"{ANTHROPIC_CACHING}: cache reads 0.1x the base input price, 5-minute cache writes 1.25x"),
+    "anthropic-1h": Price("anthropic-1h", 0.1, 2.0, 3600.0,
+                          f"{ANTHROPIC_CACHING}: cache reads 0.1x, 1-hour cache writes (ttl 1h) 2x"),
+    "openai": Price("openai", 0.1, 1.25, 1800.0,
+                    f"{OPENAI_CACHING}: GPT-5.6 and later, cache writes 1.25x the uncached input rate; cached "
+                    "input 0.1x; prompt_cache_options.ttl 30m, the default and a minimum lifetime"),
+    "openai-legacy": Price("openai-legacy", 0.1, 1.0, 300.0,
+                           f"{OPENAI_CACHING}: models before GPT-5.6 (gpt-5 family: cached input 0.1x), cache "
+                           "writes free; in-memory retention clears a cache after 5 to 10 minutes idle"),
 }
+
+#: The profiles as ``--price`` help lists them.
+PRICE_HELP = ("anthropic (cached 0.1, uncached 1.25, 5-minute cache; the default), anthropic-1h (0.1, 2.0, 1 hour), "
+              "openai (GPT-5.6 and later: 0.1, 1.25, 30 minutes), openai-legacy (older OpenAI models: 0.1, 1.0, "
+              "5 minutes)")
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 def parse_price(text: str) -> Price:
-    """A profile name (``anthropic``, ``anthropic-1h``, ``openai``) or ``CACHED,UNCACHED[,LIFETIME]``,
+    """A profile name (``anthropic``, ``anthropic-1h``, ``openai``, ``openai-legacy``) or ``CACHED,UNCACHED[,LIFETIME]``,
     e.g. ``0.1,1.25`` or ``0.1,1.25,5m`` (LIFETIME in seconds, or with ``s``, ``m`` or ``h``)."""
     if text in PRICES:
         return PRICES[text]
@@ -81,7 +103,9 @@ def parse_price(text: str) -> Price:
 @dataclass(frozen=True)
 class Replay:
     """Totals of one rule set over one conversation, and per round the references of the
-    recorded response (``referenced``) and how many of them the prompt still shows (``kept``)."""
+    recorded response (``referenced``) and how many of them the prompt still shows (``kept``);
+    ``cleared``: the results some round's prompt showed cleared, ``refetched``: of them, those
+    whose call a response made again while they were hidden (:mod:`rules_compact.regret`)."""
 
     label: str
     prompt_tokens: tuple[int, ...]  # per round
@@ -89,6 +113,8 @@ class Replay:
     price: Price
     referenced: tuple[int, ...] = ()  # per round
     kept: tuple[int, ...] = ()  # per round
+    cleared: int = 0
+    refetched: int = 0
 
     @property
     def rounds(self) -> int:
@@ -112,6 +138,11 @@ class Replay:
         """Kept references over all references; 1.0 when there are none."""
         total = sum(self.referenced)
         return sum(self.kept) / total if total else 1.0
+
+    @property
+    def regret(self) -> float:
+        """Re-fetch regret: refetched over cleared results; 0.0 when none was cleared."""
+        return self.refetched / self.cleared if self.cleared else 0.0
 
     def expire(self, cold: Sequence[bool]) -> Replay:
         """This replay with nothing read from cache at the ``cold`` rounds (:func:`cold_rounds`)."""
@@ -244,16 +275,19 @@ class _Tokens:
 
 def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: Price,
            label: str = "none", estimator: Estimator | None = None,
-           references: References | None = None) -> Replay:
+           references: References | None = None, refetches: Refetches | None = None) -> Replay:
     """Replay ``messages`` round by round with ``rulesets`` (None: no compaction).
 
-    ``references``: the conversation's (built here when not given; pass one to replay several
-    rule sets on the same conversation)."""
+    ``references``, ``refetches``: the conversation's (built here when not given; pass them to
+    replay several rule sets on the same conversation)."""
     form: Format = FORMATS[fmt]
     tokens = _Tokens(form, estimator)
     starts = round_starts(messages, fmt)
     refs = references or References(messages, form, starts)
+    fetches = (refetches or Refetches(messages, form, starts)) if rulesets else None
     prompts, cached, kept = [], [], []
+    cleared: set[int] = set()
+    refetched: set[int] = set()
     previous: list = []
     # the rounds share their messages and nothing edits them: identity is proof enough
     compactor = Compactor(list(rulesets), format=fmt, verify=False) if rulesets else None
@@ -263,8 +297,13 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
         prompts.append(total)
         cached.append(hit)
         kept.append(refs.kept(k, prompt) if compactor else len(refs.rounds[k]))
+        if fetches:
+            hidden, again = fetches.observe(k, prompt)
+            cleared |= hidden
+            refetched |= again
         previous = prompt
-    return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept))
+    return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept),
+                  len(cleared), len(refetched))
 
 
 def step_schedule(messages: list, ruleset: RuleSet, fmt: str) -> tuple[int, ...]:
@@ -377,12 +416,15 @@ class StepSchedules:
         return same
 
     def replay(self, boundaries: Sequence[int], price: Price, label: str = "schedule",
-               references: References | None = None) -> Replay:
+               references: References | None = None, refetches: Refetches | None = None) -> Replay:
         """The replay of the schedule putting round k's boundary at ``boundaries[k]``."""
         if len(boundaries) != len(self.starts):
             raise ValueError(f"{len(boundaries)} boundaries for {len(self.starts)} rounds")
         refs = references or References(self.messages, FORMATS[self.fmt], self.starts)
+        fetches = refetches or Refetches(self.messages, FORMATS[self.fmt], self.starts)
         prompts, cached, kept = [], [], []
+        cleared: set[int] = set()
+        refetched: set[int] = set()
         previous = None
         for k, (b, end) in enumerate(zip(boundaries, self.starts)):
             slot = self.slot.get(b)
@@ -392,9 +434,14 @@ class StepSchedules:
             prompts.append(sums[end])
             hit = 0 if previous is None else sums[min(self._row(slot)[previous], self.starts[k - 1])]
             cached.append(hit)
-            kept.append(refs.kept(k, self.decided[slot] + self.messages[b:end]))
+            prompt = self.decided[slot] + self.messages[b:end]
+            kept.append(refs.kept(k, prompt))
+            hidden, again = fetches.observe(k, prompt)
+            cleared |= hidden
+            refetched |= again
             previous = slot
-        return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept))
+        return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept),
+                      len(cleared), len(refetched))
 
     def cheapest(self, price: Price, cold: Sequence[bool] | None = None) -> tuple[int, ...]:
         """The boundaries of the cheapest schedule (ties: the earliest boundaries). At the ``cold``

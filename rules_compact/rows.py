@@ -16,6 +16,7 @@ from .formats import FORMATS
 from .kinds.estimators import Estimator
 from .language.model import RuleSet
 from .recall import References
+from .regret import Refetches
 from .replay import Bill, Price, Replay, replay, round_starts
 
 __all__ = ["StatsRow", "stats_row", "stats_total", "ReplayRow", "replays", "replay_rows", "replay_total", "DiffRow",
@@ -72,9 +73,11 @@ class ReplayRow:
 
     ``references``: the references the recorded responses make to earlier content;
     ``kept_references``: how many of them the compacted prompts still show.  ``cold_rounds``:
-    the rounds that found the cache expired (None when the cache never expires).  ``billed``:
-    on the ``none`` row of a log that records what was billed (Claude Code, Codex), the
-    estimate beside the bill (:class:`~rules_compact.replay.Bill`)."""
+    the rounds that found the cache expired (None when the cache never expires).
+    ``cleared_results``: the results some round's prompt showed cleared; ``refetched_results``:
+    of them, those whose exact call the recorded agent made again while they were hidden.
+    ``billed``: on the ``none`` row of a log that records what was billed (Claude Code, Codex),
+    the estimate beside the bill (:class:`~rules_compact.replay.Bill`)."""
 
     conversation: str
     rule_set: str
@@ -85,28 +88,38 @@ class ReplayRow:
     references: int
     kept_references: int
     cold_rounds: int | None = None
+    cleared_results: int = 0
+    refetched_results: int = 0
     billed: Bill | None = None
 
     @property
     def recall(self) -> float:
         return self.kept_references / self.references if self.references else 1.0
 
+    @property
+    def regret(self) -> float:
+        """Re-fetch regret: ``refetched_results / cleared_results`` (0 when none was cleared)."""
+        return self.refetched_results / self.cleared_results if self.cleared_results else 0.0
+
     def to_dict(self) -> dict:
         row = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {**row, "billed": self.billed and self.billed.to_dict(), "recall": self.recall}
+        return {**row, "billed": self.billed and self.billed.to_dict(), "recall": self.recall, "regret": self.regret}
 
     @classmethod
     def of(cls, name: str, r: Replay, cold: Sequence[bool] | None, billed: Bill | None = None) -> ReplayRow:
         return cls(name, r.label, r.rounds, r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept),
-                   None if cold is None else sum(cold), billed)
+                   None if cold is None else sum(cold), r.cleared, r.refetched, billed)
 
 
 def replays(messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
             price: Price, cold: Sequence[bool] | None = None, estimator: Estimator | None = None) -> list[Replay]:
-    """One replay per ``(label, rule files)`` (None: no compaction), sharing the references;
-    ``cold``: the rounds whose cache had expired; ``estimator`` counts the tokens (chars4 by default)."""
-    references = References(messages, FORMATS[fmt], round_starts(messages, fmt))
-    out = [replay(messages, rules, fmt, price, label, estimator, references) for label, rules in sets]
+    """One replay per ``(label, rule files)`` (None: no compaction), sharing the references and
+    the re-fetches; ``cold``: the rounds whose cache had expired; ``estimator`` counts the
+    tokens (chars4 by default)."""
+    form, starts = FORMATS[fmt], round_starts(messages, fmt)
+    references = References(messages, form, starts)
+    refetches = Refetches(messages, form, starts) if any(rules for _, rules in sets) else None
+    out = [replay(messages, rules, fmt, price, label, estimator, references, refetches) for label, rules in sets]
     return out if cold is None else [r.expire(cold) for r in out]
 
 
@@ -126,7 +139,8 @@ def replay_total(rows: Sequence[ReplayRow]) -> list[ReplayRow]:
         out.append(ReplayRow(f"total ({len(mine)})", label, sum(r.rounds for r in mine),
                              sum(r.prompt_tokens for r in mine), sum(r.cached_tokens for r in mine),
                              sum(r.cost for r in mine), sum(r.references for r in mine),
-                             sum(r.kept_references for r in mine), sum(colds) if colds else None))
+                             sum(r.kept_references for r in mine), sum(colds) if colds else None,
+                             sum(r.cleared_results for r in mine), sum(r.refetched_results for r in mine)))
     return out
 
 

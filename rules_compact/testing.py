@@ -372,7 +372,8 @@ def check_api_validity(before: list, after: list, fmt: str | Format | None = Non
     """Assert that ``after`` (the compacted ``before``) is a request the model API accepts
     wherever ``before`` is one:
 
-    * cache breakpoints: the request holds at most the format's limit (Anthropic: 4), counting
+    * cache breakpoints: the request holds at most the format's limit (Anthropic: 4; OpenAI's
+      prompt_cache_breakpoint: 3), counting
       ``breakpoints_outside`` (those in the system prompt and tools), unless ``before`` already
       held more; a message that had a breakpoint still has one;
     * no empty text block, and no message left without content, that ``before`` did not have;
@@ -383,10 +384,11 @@ def check_api_validity(before: list, after: list, fmt: str | Format | None = Non
     """
     form = fmt if isinstance(fmt, Format) else FORMATS[fmt or detect_format(before)]
     assert len(before) == len(after), "messages added or removed"
-    if form.max_breakpoints:
+    limit = _breakpoint_limit(form)
+    if limit:
         held = [breakpoints_outside + sum(map(form.breakpoints, msgs)) for msgs in (before, after)]
-        assert held[1] <= max(form.max_breakpoints, held[0]), \
-            f"{held[1]} cache breakpoints in the request (at most {form.max_breakpoints}; {held[0]} before)"
+        assert held[1] <= max(limit, held[0]), \
+            f"{held[1]} cache breakpoints in the request (at most {limit}; {held[0]} before)"
     latest = form.scan(before).last_assistant
     for i, (b, a) in enumerate(zip(before, after)):
         if a is not b and isinstance(b, dict):
@@ -397,11 +399,17 @@ def check_api_validity(before: list, after: list, fmt: str | Format | None = Non
         _check_reasoning(b, a, i)
 
 
+def _breakpoint_limit(form: Format) -> int:
+    """The cache breakpoints a request may hold (Anthropic's cache_control, OpenAI's
+    prompt_cache_breakpoint), 0 for a format without them."""
+    return max(form.max_breakpoints, form.openai_max_breakpoints)
+
+
 def _check_pair(form: Format, before: list, after: list, i: int) -> None:
     """What ``check_api_validity`` asserts of a changed message ``i`` (it reads messages ``i - 1``
     and ``i`` of each list)."""
     b, a = before[i], after[i]
-    if form.max_breakpoints and form.breakpoints(b):
+    if _breakpoint_limit(form) and form.breakpoints(b):
         assert form.breakpoints(a), f"message {i}: its cache breakpoint was lost"
     blank = _blank_texts(form.name, b)
     assert all(t in blank for t in _blank_texts(form.name, a)), f"message {i}: an empty text block was written"
@@ -442,21 +450,21 @@ class ValidityCheck:
         if form is not self._form:
             self._form, self._before, self._counts, self._passed = form, [], [], {}
         assert len(before) == len(after), "messages added or removed"
+        limit = _breakpoint_limit(form)
         passed, seen, fresh, deltas = self._passed, {}, [], []
         for i in compress(count(), map(is_not, before, after)):
             pair = (before[i], after[i], before[i - 1] if i else None, after[i - 1] if i else None)
             key = tuple(map(id, pair))
             found = passed.get(key)
             if found is None or not all(map(is_, found[0], pair)):
-                found = (pair, form.breakpoints(pair[1]) - form.breakpoints(pair[0]) if form.max_breakpoints else 0)
+                found = (pair, form.breakpoints(pair[1]) - form.breakpoints(pair[0]) if limit else 0)
                 fresh.append(i)
             seen[key] = found
             deltas.append(found[1])
-        if form.max_breakpoints:
+        if limit:
             held = breakpoints_outside + sum(self._counted(before, form))
             now = held + sum(deltas)
-            assert now <= max(form.max_breakpoints, held), \
-                f"{now} cache breakpoints in the request (at most {form.max_breakpoints}; {held} before)"
+            assert now <= max(limit, held), f"{now} cache breakpoints in the request (at most {limit}; {held} before)"
         for i in fresh:
             if isinstance(before[i], dict):
                 _check_pair(form, before, after, i)

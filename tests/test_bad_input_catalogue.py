@@ -192,7 +192,7 @@ CASES = [
   1, "r.yaml:5:51: 'among' needs unit tool_results, spans, user_turns or tokens, not 'tool_calls' (at rules[0].match.age.among)"),
  # --- issue 29: a cost that overflows a float (the table showed inf and nan, --json died) ---
  ("price-overflows", {"in.json": GOOD}, ["replay", "in.json", "--price", "1e308,1e308", "--json"],
-  2, "rules-compact: error: --price '1e308,1e308': expected anthropic, anthropic-1h, openai or "
+  2, "rules-compact: error: --price '1e308,1e308': expected anthropic, anthropic-1h, openai, openai-legacy or "
      "CACHED,UNCACHED[,LIFETIME] such as 0.1,1.25 or 0.1,1.25,5m, prices from 0 to 1e+06"),
  # --- issue 19: outputs ---
  ("report-is-output", {"in.json": GOOD}, ["apply", "in.json", "-o", "x.json", "--report", "x.json"],

@@ -124,12 +124,38 @@ def test_recall_without_references_is_one():
 # --- prices -----------------------------------------------------------------------------------
 
 
-def test_price_profiles():
-    assert PRICES["anthropic"] == Price("anthropic", 0.1, 1.25, 300.0)
-    assert PRICES["anthropic-1h"] == Price("anthropic-1h", 0.1, 2.0, 3600.0)
-    assert PRICES["openai"] == Price("openai", 0.1, 1.0, 300.0)
-    for name, price in PRICES.items():
-        assert parse_price(name) is price
+#: Each profile's numbers and what its cited source says (the README's "Price profiles" table):
+#: (name, cached, uncached, lifetime seconds, source page, the words on it the numbers rest on).
+ANTHROPIC_PAGE = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+OPENAI_PAGE = "https://developers.openai.com/api/docs/guides/prompt-caching"
+PROFILES = [
+    ("anthropic", 0.1, 1.25, 300.0, ANTHROPIC_PAGE, ("0.1x", "5-minute cache writes 1.25x")),
+    ("anthropic-1h", 0.1, 2.0, 3600.0, ANTHROPIC_PAGE, ("0.1x", "1-hour cache writes (ttl 1h) 2x")),
+    ("openai", 0.1, 1.25, 1800.0, OPENAI_PAGE, ("GPT-5.6 and later", "cache writes 1.25x", "0.1x", "ttl 30m")),
+    ("openai-legacy", 0.1, 1.0, 300.0, OPENAI_PAGE, ("before GPT-5.6", "0.1x", "writes free", "5 to 10 minutes")),
+]
+
+
+@pytest.mark.parametrize("name, cached, uncached, lifetime, page, words", PROFILES, ids=[p[0] for p in PROFILES])
+def test_price_profiles_match_their_sources(name, cached, uncached, lifetime, page, words):
+    price = PRICES[name]
+    assert (price.name, price.cached, price.uncached, price.lifetime) == (name, cached, uncached, lifetime)
+    assert price.source.startswith(page + ": ")
+    for said in words:
+        assert said in price.source
+    assert parse_price(name) is price
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}` |"))
+    cells = row.split(" | ")[1:4]
+    assert [float(cells[0]), float(cells[1]), cells[2]] == [cached, uncached, _duration(lifetime)]
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g} hour" if seconds >= 3600 else f"{seconds / 60:g} minutes"
+
+
+def test_every_profile_is_in_the_table():
+    assert sorted(PRICES) == sorted(p[0] for p in PROFILES)
 
 
 @pytest.mark.parametrize("text, lifetime", [("0.1,1.25", None), ("0.1,1.25,90", 90.0), ("0.1,1.25,90s", 90.0),
@@ -164,7 +190,7 @@ def test_replay_tokens_and_cost_by_hand():
     assert r.prompt_tokens == (100, 1102, 1114, 1126)
     assert r.cached_tokens == (0, 100, 1102, 1114)
     assert r.cost == pytest.approx(0.1 * 2316 + 1.25 * (3442 - 2316))
-    assert replay(DP_CONV, None, "openai", PRICES["openai"]).cost == pytest.approx(0.1 * 2316 + 1.0 * 1126)
+    assert replay(DP_CONV, None, "openai", PRICES["openai-legacy"]).cost == pytest.approx(0.1 * 2316 + 1.0 * 1126)
 
 
 # --- cache lifetime ---------------------------------------------------------------------------
@@ -327,7 +353,8 @@ MIXED_CONV = [
 ]
 
 
-@pytest.mark.parametrize("price", [PRICES["anthropic"], PRICES["openai"], Price("flat", 1.0, 1.0)],
+@pytest.mark.parametrize("price", [PRICES["anthropic"], PRICES["openai"], PRICES["openai-legacy"],
+                                   Price("flat", 1.0, 1.0)],
                          ids=lambda p: p.name)
 def test_the_programme_finds_the_enumerated_minimum(price):
     s = StepSchedules(MIXED_CONV, CLEAR_BIG, "openai")
@@ -351,8 +378,8 @@ BATCH_CONV.append({"role": "assistant", "content": "done"})
 
 def test_the_cheapest_schedule_clears_only_what_pays_for_its_rewrite():
     s = StepSchedules(BATCH_CONV, CLEAR_OLD, "openai")
-    openai, anthropic = PRICES["openai"], PRICES["anthropic"]
-    # OpenAI prices: clear the big first result as soon as it is old enough (boundary 10), then never
+    openai, anthropic = PRICES["openai-legacy"], PRICES["anthropic"]
+    # older OpenAI prices (free writes): clear the big first result as soon as it is old enough (boundary 10), then never
     # again: clearing a 100-token result rewrites the three newer ones (300 tokens at 1.0) to save
     # 99 cached tokens (at 0.1) in each of the few rounds left
     assert s.cheapest(openai) == (0, 0, 0, 0, 10, 10, 10, 10)

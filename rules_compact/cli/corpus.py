@@ -17,7 +17,7 @@ from typing import Iterator
 
 from ..batch import Diff, FileResult, Replays, Stats, Task, default_jobs, require_table, run, write_table
 from ..plot import plot_rounds, pyplot_for
-from ..replay import Bill
+from ..replay import PRICE_HELP, Bill
 from ..rows import DiffRow, ReplayRow, StatsRow, diff_total, replay_total, stats_total
 from .inputs import INPUTS_HELP, Corpus, add_format_option, add_rules_options, plugin_failures, refuse_overwriting, unreadable
 from .output import CHANGED, OK, Progress, count, markdown, one_line, print_json_line, ratio, share, table, warn, wrap
@@ -40,9 +40,8 @@ def register(add) -> None:
     add_rules_options(p)
     p.add_argument("--compare", action="append", metavar="RULES", help="another rule set to compare; repeatable")
     p.add_argument("--price", default="anthropic", metavar="PRICE",
-                   help="price profile: anthropic (cached 0.1, uncached 1.25, 5-minute cache; default), "
-                        "anthropic-1h (0.1, 2.0, 1 hour), openai (0.1, 1.0, 5 minutes) or CACHED,UNCACHED[,LIFETIME] "
-                        "(prices from 0 to 1e6; LIFETIME in seconds, or 5m, 1h)")
+                   help=f"price profile: {PRICE_HELP}; or CACHED,UNCACHED[,LIFETIME] (prices from 0 to 1e6; "
+                        "LIFETIME in seconds, or 5m, 1h); each profile's source: README, Price profiles")
     p.add_argument("--cache-expiry", action="store_true",
                    help="a round more than the price's cache lifetime after the previous one reads nothing from "
                         "cache (logs with timestamps: Claude Code, OpenHands, tau2); default: the cache never "
@@ -185,11 +184,11 @@ def _lifetime(seconds: float | None) -> str:
 def _replay_table(rows: list[ReplayRow]) -> str:
     base = rows[0]
     header = ("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
-              "vs none", "recall")
+              "vs none", "recall", "regret")
     return table([header] + [
         (r.rule_set, f"{r.rounds:,}", f"{r.prompt_tokens:,}", ratio(r.prompt_tokens, base.prompt_tokens),
          f"{r.cached_tokens:,}", ratio(r.cached_tokens, r.prompt_tokens), f"{r.cost:,.0f}",
-         ratio(r.cost, base.cost), f"{r.recall:.3f}") for r in rows], right=set(range(1, 9)))
+         ratio(r.cost, base.cost), f"{r.recall:.3f}", f"{r.regret:.3f}") for r in rows], right=set(range(1, 10)))
 
 
 def _bill_text(bill: Bill, rounds: bool) -> str:

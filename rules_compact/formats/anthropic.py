@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..jsontext import dumps_data
-from .base import (Call, Format, blocks_problem, _dicts, id_problem, keep_breakpoint, role_problem, _str, count_breakpoints,
+from .base import (Call, Format, blocks_problem, breakpoint_of, _dicts, id_problem, keep_breakpoint, role_problem, _str, count_breakpoints,
                    deep_copy, dumps_args, is_tool_block, shorten_values, json_kind, parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
@@ -96,8 +96,8 @@ class AnthropicFormat(Format):
         result = blocks[block]
         new, lost = replace_content(result.get("content"), text, as_string)
         result = {**result, "content": new}
-        if lost is not None and not result.get("cache_control"):  # the breakpoint moves onto the block
-            result["cache_control"] = lost
+        if lost is not None and not breakpoint_of(result):  # the breakpoint moves onto the block
+            result.update(lost)
         blocks[block] = result
         return {**msg, "content": blocks}
 
@@ -119,13 +119,13 @@ class AnthropicFormat(Format):
                 if marker_slot is None:
                     target = texts if text_first else others
                     marker_slot = (target, len(target))
-                lost = block.get("cache_control") or lost
+                lost = breakpoint_of(block) or lost
             elif not drop_other or is_tool_block(kind):
                 others.append(block)
-            elif block.get("cache_control"):  # dropped with its breakpoint: the marker may carry it
+            elif breakpoint_of(block):  # dropped with its breakpoint: the marker may carry it
                 if marker_slot is None:
                     marker_slot = (others, len(others))
-                lost = block["cache_control"]
+                lost = breakpoint_of(block)
         has_marker = any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == marker
                          for b in texts + others)
         if marker is not None and not has_marker and marker_slot is not None:
@@ -138,17 +138,17 @@ class AnthropicFormat(Format):
     def is_empty(self, msg: dict) -> bool:
         return not msg.get("content")
 
-    def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
+    def mark_cache(self, msg: dict, block: int | None, marker: dict) -> dict:
         content = msg.get("content")
         if not isinstance(content, list) or not content:
             return msg
         if block is None:  # an assistant turn: its last block that may carry one
-            return {**msg, "content": marked} if (marked := with_breakpoint(content, cache_control)) else msg
+            return {**msg, "content": marked} if (marked := with_breakpoint(content, marker)) else msg
         result = content[block]
-        if not isinstance(result, dict) or result.get("cache_control"):  # never move or weaken one
+        if not isinstance(result, dict) or breakpoint_of(result):  # never move or weaken one
             return msg
         blocks = list(content)
-        blocks[block] = {**result, "cache_control": cache_control}
+        blocks[block] = {**result, **marker}
         return {**msg, "content": blocks}
 
     def snapshot(self, msg: Any) -> Any:

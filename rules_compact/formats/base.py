@@ -18,7 +18,7 @@ from ..jsontext import TooDeep, dumps_data, loads_held
 #: blocks (in an ``AIMessage.content`` list, which the OpenAI format also reads).
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 
-__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "count_breakpoints", "breakpoints_outside", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
+__all__ = ["Item", "Scan", "Format", "THINKING_BLOCKS", "BREAKPOINT_KEYS", "breakpoint_of", "count_breakpoints", "breakpoints_outside", "with_breakpoint", "json_kind", "parts_text", "replace_content", "dumps_args", "decode_args", "KeepText", "deep_copy",
            "shallow_parts"]
 
 
@@ -184,19 +184,32 @@ def parts_text(content: Any) -> str:
     return "".join(t for t in texts if isinstance(t, str))
 
 
-def replace_content(content: Any, text: str, as_string: bool = False) -> tuple[Any, dict | None]:
+#: The keys that make a content block a cache breakpoint: Anthropic's ``cache_control``, and
+#: OpenAI's ``prompt_cache_breakpoint`` (GPT-5.6 and later).
+BREAKPOINT_KEYS = ("cache_control", "prompt_cache_breakpoint")
+
+
+def breakpoint_of(block: Any) -> dict | None:
+    """The breakpoint a block carries, as ``{key: value}`` (see ``BREAKPOINT_KEYS``), or None."""
+    if not isinstance(block, dict):
+        return None
+    found = {key: block[key] for key in BREAKPOINT_KEYS if block.get(key)}
+    return found or None
+
+
+def replace_content(content: Any, text: str, as_string: bool = False, kind: str = "text") -> tuple[Any, dict | None]:
     """New content holding only ``text``, in the shape of ``content`` (a string with
-    ``as_string``, or when ``text`` is blank: an empty text block is invalid), and the
-    cache_control marker of the old blocks it could not keep (the last one), if any."""
+    ``as_string``, or when ``text`` is blank: an empty text block is invalid; ``kind``: the new
+    part's type), and the breakpoint of the old blocks it could not keep (the last one), if any."""
     if not isinstance(content, list):
         return text, None
-    markers = [p["cache_control"] for p in _dicts(content) if p.get("cache_control")]
+    markers = [m for m in map(breakpoint_of, content) if m]
     marker = markers[-1] if markers else None
     if as_string or is_blank(text):
         return text, marker
-    part: dict[str, Any] = {"type": "text", "text": text}
+    part: dict[str, Any] = {"type": kind, "text": text}
     if marker is not None:
-        part["cache_control"] = marker
+        part.update(marker)
     return [part], None
 
 
@@ -217,32 +230,35 @@ def is_blank(text: Any) -> bool:
 
 def count_breakpoints(value: Any) -> int:
     """The cache breakpoints in a system prompt, a tool list or a list of blocks: the entries
-    that carry a ``cache_control`` (a string system prompt carries none)."""
+    that carry a ``cache_control`` or a ``prompt_cache_breakpoint`` (a string carries none)."""
     if isinstance(value, dict):
-        return 1 if value.get("cache_control") else 0
-    return sum(1 for v in value if isinstance(v, dict) and v.get("cache_control")) if isinstance(value, list) else 0
+        return 1 if breakpoint_of(value) else 0
+    return sum(1 for v in value if breakpoint_of(v)) if isinstance(value, list) else 0
 
 
 def breakpoints_outside(request: Any) -> int:
     """The cache breakpoints a request body holds outside its messages: on ``system`` blocks, on
-    ``tools`` and at its top level (0 for a message list)."""
+    ``tools``, on Responses ``instructions`` items and at its top level (0 for a message list)."""
     if not isinstance(request, Mapping):
         return 0
-    return (count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools"))
+    instructions = request.get("instructions")
+    marked = sum(count_breakpoints(i.get("content")) for i in instructions if isinstance(i, dict)) \
+        if isinstance(instructions, list) else 0
+    return (count_breakpoints(request.get("system")) + count_breakpoints(request.get("tools")) + marked
             + count_breakpoints({"cache_control": request.get("cache_control")}))
 
 
-def with_breakpoint(blocks: list, cache_control: dict, skip: frozenset = THINKING_BLOCKS) -> list | None:
-    """``blocks`` with ``cache_control`` on the last block that may carry a breakpoint (none of
-    the ``skip`` types, thinking by default, nor an empty text block); None when there is none,
-    or it already has one."""
+def with_breakpoint(blocks: list, marker: dict, skip: frozenset = THINKING_BLOCKS) -> list | None:
+    """``blocks`` with the breakpoint ``marker`` (``{key: value}``, e.g. ``{"cache_control":
+    {"type": "ephemeral"}}``) on the last block that may carry one (none of the ``skip`` types,
+    thinking by default, nor an empty text block); None when there is none, or it already has one."""
     at = next((j for j in range(len(blocks) - 1, -1, -1) if isinstance(blocks[j], dict)
                and blocks[j].get("type") not in skip
-               and not (blocks[j].get("type") == "text" and is_blank(blocks[j].get("text")))), None)
-    if at is None or blocks[at].get("cache_control"):
+               and not (blocks[j].get("type") in ("text", "input_text") and is_blank(blocks[j].get("text")))), None)
+    if at is None or breakpoint_of(blocks[at]):
         return None
     out = list(blocks)
-    out[at] = {**blocks[at], "cache_control": cache_control}
+    out[at] = {**blocks[at], **marker}
     return out
 
 
@@ -279,8 +295,9 @@ def blocks_problem(content: list, what: str) -> str | None:
 
 
 def keep_breakpoint(blocks: list, lost: dict | None, skip: frozenset = THINKING_BLOCKS) -> list:
-    """``blocks``, with the breakpoint of a block removed from them (``lost``) moved onto the last
-    block that may carry one (when that block has one already, the two become one)."""
+    """``blocks``, with the breakpoint of a block removed from them (``lost``, as ``breakpoint_of``
+    gives it) moved onto the last block that may carry one (when that block has one already, the
+    two become one)."""
     if lost is None:
         return blocks
     moved = with_breakpoint(blocks, lost, skip)
@@ -438,7 +455,10 @@ class Format:
     registered in ``rules_compact.formats.FORMATS``."""
 
     name = ""
-    max_breakpoints = 0  # the cache breakpoints a request may hold (Anthropic: 4); 0: it carries none
+    max_breakpoints = 0  # the Anthropic cache_control breakpoints a request may hold (4); 0: it carries none
+    #: OpenAI prompt_cache_breakpoint marks a request may hold (GPT-5.6+: 4 writes a request, one
+    #: of them the implicit breakpoint of the default prompt_cache_options.mode): 0, none
+    openai_max_breakpoints = 0
     unit = "message"  # what an error calls one entry of the list
     resumable = True  # items are found message by message, so a pass can resume (incremental layer)
     own_calls = True  # an assistant turn's calls are all in its own message
@@ -575,9 +595,10 @@ class Format:
         """Whether an assistant message has nothing left that the API would accept."""
         raise NotImplementedError
 
-    def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
-        """Put ``cache_control`` on the item's block; ``msg`` itself when there is no block that
-        may carry it, or it already has one.  Used when ``max_breakpoints`` is not 0."""
+    def mark_cache(self, msg: dict, block: int | None, marker: dict) -> dict:
+        """Put the breakpoint ``marker`` (``{"cache_control": ...}`` or ``{"prompt_cache_breakpoint":
+        ...}``) on the item's block; ``msg`` itself when there is no block that may carry it, or it
+        already has one.  Used when ``max_breakpoints`` (or ``openai_max_breakpoints``) is not 0."""
         return msg
 
     def clear_inputs(self, msg: dict, call_ids: frozenset[str], longer_than: int | None = None) -> dict:

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import InputError
 from ..lazy import lazy
 from .base import (THINKING_BLOCKS, Call, Format, Scan, is_blank, observed_tool, blocks_problem, _dicts, id_problem,
-                   keep_breakpoint, role_problem, _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind,
+                   keep_breakpoint, breakpoint_of, role_problem, _str, count_breakpoints, deep_copy, dumps_args, shorten_json, json_kind,
                    parts_text, replace_content, shallow_parts,
                    thinking_text, with_breakpoint)
 
@@ -17,9 +17,10 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ROLE_SET = frozenset(OPENAI_ROLES)
 _OTHER_ROLES = _ROLE_SET - {"tool", "assistant"}
-#: Content parts of OpenAI messages that carry no breakpoint: thinking, and the tool_use blocks of
-#: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it.
-OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use"}
+#: Content parts of OpenAI messages that carry no breakpoint: thinking, the tool_use blocks of
+#: LangChain's Anthropic messages, which ChatAnthropic rebuilds from ``tool_calls`` without it,
+#: and refusal parts (OpenAI's refusal part has no ``prompt_cache_breakpoint``).
+OPENAI_NO_BREAKPOINT = THINKING_BLOCKS | {"tool_use", "refusal"}
 _NO: tuple = ()
 
 
@@ -234,6 +235,7 @@ class OpenAIFormat(Format):
     """OpenAI Chat Completions: ``tool_calls`` on assistant messages, ``role: tool`` results."""
 
     name = "openai"
+    openai_max_breakpoints = 3  # OpenAI's prompt_cache_breakpoint: 4 writes a request, one the implicit breakpoint
 
     def scan(self, messages: list) -> Scan:
         return OpenAIScan(messages, self)
@@ -309,7 +311,7 @@ class OpenAIFormat(Format):
             return {**msg, "content": text}
         content, lost = replace_content(content, text, as_string)
         if lost is not None and not is_blank(text):  # a breakpoint wins over as_string: it needs a part
-            content = [{"type": "text", "text": text, "cache_control": lost}]
+            content = [{"type": "text", "text": text, **lost}]
         return {**msg, "content": content}
 
     def strip_text(self, msg, keep, marker, text_first, keep_thinking, drop_other=False):
@@ -328,7 +330,7 @@ class OpenAIFormat(Format):
                 is_text = kind == "text" and isinstance(part.get("text"), str)
                 if (is_text and part["text"] != marker and not keep(part["text"])) or (
                         kind in THINKING_BLOCKS and not keep_thinking):
-                    removed, lost = True, part.get("cache_control") or lost
+                    removed, lost = True, breakpoint_of(part) or lost
                     continue
                 kept.append(part)
             if removed and marker is not None and not any(
@@ -374,11 +376,11 @@ class OpenAIFormat(Format):
     def breakpoints(self, msg: Any) -> int:
         return count_breakpoints(msg.get("content")) if isinstance(msg, dict) else 0
 
-    def mark_cache(self, msg: dict, block: int | None, cache_control: dict) -> dict:
+    def mark_cache(self, msg: dict, block: int | None, marker: dict) -> dict:
         content = msg.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        marked = with_breakpoint(content, cache_control, OPENAI_NO_BREAKPOINT) if isinstance(content, list) else None
+        marked = with_breakpoint(content, marker, OPENAI_NO_BREAKPOINT) if isinstance(content, list) else None
         return msg if marked is None else {**msg, "content": marked}
 
     def check(self, messages: list, start: int = 0) -> None:
@@ -439,6 +441,7 @@ class CacheControlOpenAIFormat(OpenAIFormat):
     Anthropic models."""
 
     max_breakpoints = 4
+    openai_max_breakpoints = 0  # bound for Anthropic: no OpenAI marks
 
 
 OPENAI_CACHE_CONTROL = CacheControlOpenAIFormat()

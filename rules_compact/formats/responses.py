@@ -55,7 +55,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .base import Format, KeepText, Scan, dumps_args, is_shortened, json_kind, shorten_json, shorten_values
+from .base import (Format, KeepText, Scan, breakpoint_of, count_breakpoints, dumps_args, is_shortened, json_kind,
+                   shorten_json, shorten_values, with_breakpoint)
 
 __all__ = ["ResponsesFormat", "RESPONSES", "RESPONSES_ITEM_TYPES", "RESPONSES_PARTS", "is_responses_input",
            "check_item_invariants"]
@@ -150,6 +151,10 @@ class _Turn:
         return self.calls[0] if self.calls else None
 
 
+#: Parts that take no breakpoint: an assistant's output text, a refusal.
+_NO_BREAKPOINT = frozenset({"output_text", "refusal"})
+
+
 class ResponsesFormat(Format):
     """OpenAI Responses API input items (see the module docstring)."""
 
@@ -157,6 +162,7 @@ class ResponsesFormat(Format):
     resumable = False  # a turn's item stands for several input items
     unit = "item"
     own_calls = False  # a turn's calls are items of their own
+    openai_max_breakpoints = 3  # prompt_cache_breakpoint: 4 writes a request, one the implicit breakpoint
 
     @staticmethod
     def shows(msg: dict) -> bool:
@@ -324,7 +330,32 @@ class ResponsesFormat(Format):
         output = msg.get("output")
         new = text if as_string or not isinstance(output, list) or not text.strip() else [
             {"type": "input_text", "text": text}]
+        lost = ([m for m in map(breakpoint_of, output) if m] or [None])[-1] if isinstance(output, list) else None
+        if lost is not None and text.strip():  # a breakpoint wins over as_string: it needs a part
+            new = [{"type": "input_text", "text": text, **lost}]
         return {**msg, "output": new}
+
+    def breakpoints(self, msg: Any) -> int:
+        """The ``prompt_cache_breakpoint`` marks on a result's output parts or a message's content parts."""
+        if not isinstance(msg, dict):
+            return 0
+        return count_breakpoints(msg.get("output") if _kind(msg) == "result" else msg.get("content"))
+
+    def mark_cache(self, msg: dict, block: int | None, marker: dict) -> dict:
+        """A function call output's last part (a string output becomes one ``input_text`` part), or
+        an input message's (an assistant message's output text takes none)."""
+        kind = _kind(msg)
+        if kind == "result" and msg.get("type") == "function_call_output":
+            key = "output"
+        elif kind == "message" and msg.get("role") in ("user", "system", "developer"):
+            key = "content"
+        else:
+            return msg
+        parts = msg.get(key)
+        if isinstance(parts, str):
+            parts = [{"type": "input_text", "text": parts}]
+        marked = with_breakpoint(parts, marker, _NO_BREAKPOINT) if isinstance(parts, list) else None
+        return msg if marked is None else {**msg, key: marked}
 
     def strip_text(self, msg: dict, keep: KeepText, marker: str | None, text_first: bool,
                    keep_thinking: bool, drop_other: bool = False) -> dict:
