@@ -483,3 +483,15 @@ def test_openai_agents_old_long_messages_become_the_marker():
         {"role": "tool", "tool_call_id": f"call-{i}", "content": f"contents of f{i}.py\n" + "some code line\n" * 40})]
     chat_share = compact(chat, notes).report.chars_after / compact(chat, notes).report.chars_before
     assert read(last) / read(plain) == pytest.approx(chat_share, abs=0.03)
+
+
+def test_an_openai_result_cut_to_nothing_keeps_its_breakpoint():
+    # no part can carry the mark once the content is empty (an empty text part is invalid), so
+    # the result stays as it is rather than lose the breakpoint (the thorough profile found it)
+    marked = {"role": "tool", "tool_call_id": "orphan_0",
+              "content": [{"type": "text", "text": "0", "cache_control": {"type": "ephemeral"}}]}
+    messages = [{"role": "user", "content": "ok"}, marked]
+    rules = parse_rules("version: 1\nname: cut\nrules:\n  - name: r0\n    match: {}\n"
+                        "    action: {truncate: {head: 0, marker: ''}}\n", "cut.yaml")
+    result = check_invariants(messages, [rules], "openai")
+    assert result.messages[1] == marked

@@ -310,7 +310,9 @@ class OpenAIFormat(Format):
         if not isinstance(content, list):  # replace_content's answer for a string: the text, no marker
             return {**msg, "content": text}
         content, lost = replace_content(content, text, as_string)
-        if lost is not None and not is_blank(text):  # a breakpoint wins over as_string: it needs a part
+        if lost is not None:  # a breakpoint wins over as_string: it needs a part
+            if is_blank(text):  # no part may carry it (an empty text part is invalid): left as it is
+                return msg
             content = [{"type": "text", "text": text, **lost}]
         return {**msg, "content": content}
 
