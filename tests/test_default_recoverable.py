@@ -99,3 +99,26 @@ def test_apply_with_r_default_recoverable(tmp_path, monkeypatch, capsys):
     src.write_text(json.dumps(_history(12)))
     assert main(["apply", str(src), "-r", "default-recoverable", "-o", str(tmp_path / "out.json")]) == 0
     assert json.loads(src.read_text()) == _history(12)  # the input is never modified
+
+
+LONG_SESSIONS = sorted(p for p in (Path(__file__).parent / "data" / "traces" / "claude-code").glob("*.jsonl")
+                       if not p.name.startswith("agent-"))
+
+
+def test_issue_32_targets_on_the_long_claude_code_sessions(tmp_path):
+    """Cost <= 0.70 of no compaction, recoverable recall >= observation masking's recall - 0.005
+    (bench/replay_table.py measures the same on every file)."""
+    from rules_compact.documents import read_conversations_from
+    from rules_compact.replay import PRICES, replay
+
+    assert len(LONG_SESSIONS) == 3
+    rules, masking = load_rules("default-recoverable", store=FolderStore(tmp_path)), \
+        load_rules("preset:observation-masking")
+    for path in LONG_SESSIONS:
+        (conv,) = read_conversations_from(str(path))
+        base = replay(conv.messages, None, conv.format, PRICES["anthropic"])
+        mine = replay(conv.messages, [rules], conv.format, PRICES["anthropic"])
+        theirs = replay(conv.messages, [masking], conv.format, PRICES["anthropic"])
+        assert mine.cost / base.cost <= 0.70, path.name
+        assert mine.recoverable_recall >= theirs.recall - 0.005, path.name
+        assert mine.recall < mine.recoverable_recall  # what is cleared is saved, and named
