@@ -12,7 +12,8 @@ falls below observation masking's recall - 0.005; sorted by that count, then by 
 The shipped preset is marked.
 
 Usage:
-    python3 bench/tune_recoverable.py            # 24 candidates, a few minutes on 2 cores
+    python3 bench/tune_recoverable.py            # 42 candidates, about 2 minutes on 2 cores
+    python3 bench/tune_recoverable.py --keep 1 2 --small 200 --strip 15
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ def measure(job: tuple) -> tuple:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keep", type=int, nargs="+", default=[2, 3, 4, 5, 6, 8])
-    parser.add_argument("--small", type=int, nargs="+", default=[200, 400])
+    parser.add_argument("--keep", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 8])
+    parser.add_argument("--small", type=int, nargs="+", default=[100, 200, 400])
     parser.add_argument("--strip", type=int, nargs="+", default=[15, 30])
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
