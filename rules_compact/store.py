@@ -23,7 +23,8 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 from .errors import RulesCompactError
 
 __all__ = ["content_id", "Saved", "Store", "StoreError", "FolderStore", "MemoryStore", "open_store",
-           "ENV_STORE", "USER_CACHE", "user_cache_folder", "DEFAULT_CAP_BYTES", "ID_PATTERN", "is_content_id", "names_missing", "NO_STORE"]
+           "ENV_STORE", "USER_CACHE", "user_cache_folder", "DEFAULT_CAP_BYTES", "ID_PATTERN", "is_content_id",
+           "names_missing", "NO_STORE"]
 
 ENV_STORE = "RULES_COMPACT_STORE"
 USER_CACHE = "user-cache"  # a store: value: RULES_COMPACT_STORE, else a plugin's, else user_cache_folder()

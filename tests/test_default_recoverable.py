@@ -19,8 +19,9 @@ BIG = "line of the file src/pkg/module.py: def handler(request): return process(
 def _history(n: int = 3) -> list:
     msgs = [{"role": "user", "content": "fix the handler"}]
     for i in range(n):
-        msgs.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "grep", "arguments": json.dumps({"q": f"a{i}"})}}]})
+        call = {"name": "grep", "arguments": json.dumps({"q": f"a{i}"})}
+        msgs.append({"role": "assistant", "content": None,
+                     "tool_calls": [{"id": f"c{i}", "type": "function", "function": call}]})
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} {BIG}"})
     return msgs
 
