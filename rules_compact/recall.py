@@ -162,22 +162,25 @@ class References:
 
     def kept(self, round_index: int, prompt: list) -> int:
         """How many of the round's references still occur in ``prompt`` outside reasoning."""
-        return self.shown(round_index, prompt)[0]
+        return len(self.rounds[round_index]) - len(self._missing(round_index, prompt))
 
     def shown(self, round_index: int, prompt: list) -> tuple[int, int]:
         """The round's references ``prompt`` keeps, and those it keeps or names in a saved result."""
-        references = self.rounds[round_index]
-        missing = set(references)
-        for msg in prompt:
-            if not missing:
-                break
-            missing -= self._strings_in(msg)
-        kept = len(references) - len(missing)
+        missing = self._missing(round_index, prompt)
+        kept = len(self.rounds[round_index]) - len(missing)
         for msg in prompt:
             if not missing:
                 break
             missing -= self._named_in(msg)
-        return kept, len(references) - len(missing)
+        return kept, len(self.rounds[round_index]) - len(missing)
+
+    def _missing(self, round_index: int, prompt: list) -> set[int]:
+        missing = set(self.rounds[round_index])
+        for msg in prompt:
+            if not missing:
+                break
+            missing -= self._strings_in(msg)
+        return missing
 
     def _named_in(self, msg: Any) -> set[int]:
         """The strings of the results ``msg`` names by content id."""
