@@ -15,13 +15,18 @@ Per trace file it prints, relative to no compaction and totalled over the file's
 * prompt: total prompt tokens over all rounds;
 * cached: the share of the rule set's own prompt tokens that the cache serves;
 * recall: reference recall (rules_compact.recall), kept references over all references;
+* recoverable recall: the references kept or held in a saved result that a placeholder in the
+  prompt names (rules_compact.recall); recall itself for rule sets that save nothing;
 * regret: re-fetch regret (rules_compact.regret), the share of the results cleared in some
   round whose exact call the recorded agent made again while they were hidden;
 
 then, for the files with several conversations, each conversation's cost ratio summarised as
 median / worst (and how many are over 1.0); then cost with the cache expiring after the
 profile's lifetime, on the files whose logs carry timestamps (an extra view, not a target);
-then the targets of issue 15 and issue 32's regret target, each met or missed by how much.
+then default-recoverable (issue 32: the default saving every cleared result, clearing harder)
+beside the default and observation masking; then the targets of issue 15 and issue 32, each
+met or missed by how much. Every rule set saves into a temporary folder store (the same ids as
+any store; its paths about as long as the user-cache folder's), removed at the end.
 ``--check`` exits 1 unless every target is met. A file's "trace" numbers are its conversations pooled (sums over them).
 
 ``--check`` also puts the estimate beside the bill on the logs that record what was billed
@@ -47,7 +52,10 @@ steps; under a second for the longest trace).
 from __future__ import annotations
 
 import argparse
+import atexit
 import fnmatch
+import shutil
+import tempfile
 import statistics
 import sys
 import time
@@ -65,10 +73,12 @@ from rules_compact.recall import References  # noqa: E402
 from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
 from rules_compact.regret import Refetches  # noqa: E402
 from rules_compact.replay import StepSchedules, bill, cold_rounds, parse_price, replay, round_starts  # noqa: E402
+from rules_compact.store import FolderStore  # noqa: E402
 
 TRACES = ROOT / "tests" / "data" / "traces"
 PATTERNS = ("*/*.json", "*/*.jsonl", "*/*.traj")
-PRESETS = sorted(p.stem for p in (ROOT / "rules" / "presets").glob("*.yaml"))
+RECOVERABLE = "default-recoverable"  # issue 32's variant of the default: its own column, not a peer preset
+PRESETS = sorted(p.stem for p in (ROOT / "rules" / "presets").glob("*.yaml") if p.stem != RECOVERABLE)
 SHORT = {"anthropic-clear-thinking": "a-think", "anthropic-clear-tool-uses": "a-tools",
          "count-triggered-prune": "count", "keep-recent-results": "recent", "langchain-clear-tool-uses": "lc-tools",
          "observation-masking": "obs-mask", "opencode-prune": "opencode", "read-time-spans": "read-spans",
@@ -119,6 +129,7 @@ class Totals:
     cold_cost: float  # with the cache expiring (equal to cost without timestamps)
     cleared: int  # results some round's prompt showed cleared
     refetched: int  # of them, re-fetched while hidden
+    recoverable: int = 0  # references kept or in a saved result a placeholder names
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,7 @@ class Measured:
 
 _FILES: dict[str, list] = {}
 _RULES: dict[str, object] = {}
+_STORE: list = []  # this process's store folder, made on first use and removed at exit
 
 
 def _conversations(path: str) -> list:
@@ -142,19 +154,27 @@ def _conversations(path: str) -> list:
     return _FILES[path]
 
 
+def _store() -> FolderStore:
+    if not _STORE:
+        folder = tempfile.mkdtemp(prefix="rules-compact-store-")
+        atexit.register(shutil.rmtree, folder, True)
+        _STORE.append(FolderStore(folder))
+    return _STORE[0]
+
+
 def _rules(name: str):
     if name not in _RULES:
-        _RULES[name] = load_rules(name)
+        _RULES[name] = load_rules(name, store=_store())
     return _RULES[name]
 
 
 def _totals(r, cold) -> Totals:
     return Totals(r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept), r.expire(cold).cost,
-                  r.cleared, r.refetched)
+                  r.cleared, r.refetched, sum(r.recoverable))
 
 
 def measure(job: tuple[str, int, str, str, str]) -> Measured:
-    """One conversation: no compaction, the rule file, every preset, and the bound."""
+    """One conversation: no compaction, the rule file, default-recoverable, every preset, and the bound."""
     path, index, price_text, rules_name, estimator_name = job
     conv = _conversations(path)[index]
     messages, fmt, price = conv.messages, conv.format, parse_price(price_text)
@@ -165,14 +185,14 @@ def measure(job: tuple[str, int, str, str, str]) -> Measured:
     cold = cold_rounds(conv.timestamps, starts, price.lifetime)
     base = replay(messages, None, fmt, price, estimator=estimator, references=refs)
     by_set = {}
-    for name in [rules_name] + [f"preset:{p}" for p in PRESETS]:
+    for name in [rules_name, RECOVERABLE] + [f"preset:{p}" for p in PRESETS]:
         r = replay(messages, [_rules(name)], fmt, price, name, estimator, refs, fetches)
         by_set[DEFAULT if name == rules_name else name.removeprefix("preset:")] = _totals(r, cold)
     schedules = StepSchedules(messages, _rules(rules_name), fmt, estimator)
     best = schedules.replay(schedules.cheapest(price), price, BOUND, references=refs, refetches=fetches)
     best_cold = schedules.replay(schedules.cheapest(price, cold), price, BOUND, references=refs, refetches=fetches)
     by_set[BOUND] = Totals(best.total_prompt, best.total_cached, best.cost, sum(best.referenced), sum(best.kept),
-                           best_cold.expire(cold).cost, best.cleared, best.refetched)
+                           best_cold.expire(cold).cost, best.cleared, best.refetched, sum(best.recoverable))
     return Measured(path, conv.name, len(starts), conv.timestamps is not None, _totals(base, cold), by_set,
                     bill(base.expire(cold), conv.usage, starts))
 
@@ -202,6 +222,8 @@ class File:
             return _ratio(sum(t.cached for t in sets), sum(t.prompt for t in sets))
         if what == "recall":
             return _ratio(sum(t.kept for t in sets), sum(t.referenced for t in sets))
+        if what == "recoverable":
+            return _ratio(sum(t.recoverable for t in sets), sum(t.referenced for t in sets))
         if what == "regret":
             cleared = sum(t.cleared for t in sets)
             return sum(t.refetched for t in sets) / cleared if cleared else 0.0
@@ -284,6 +306,38 @@ def targets(files: list[File]) -> list[tuple[str, bool, str]]:
     return out
 
 
+RECOVERABLE_MEASURES = (("cost", "cost"), ("prompt", "prompt"), ("recall", "recall"),
+                        ("recoverable", "recoverable recall"), ("regret", "regret"))
+RECOVERABLE_SETS = ((DEFAULT, "default"), (RECOVERABLE, "recov"), ("observation-masking", "obs-mask"))
+
+
+def recoverable_table(files: list[File]) -> str:
+    """default-recoverable beside the default and observation masking, per file."""
+    head = [f"{measure}: {short}" for _, measure in RECOVERABLE_MEASURES for _, short in RECOVERABLE_SETS]
+    lines = ["| trace | convs | " + " | ".join(head) + " |", "|---|---:|" + "---:|" * len(head)]
+    for f in files:
+        cells = [f"{f.pooled(s, what):.3f}" for what, _ in RECOVERABLE_MEASURES for s, _ in RECOVERABLE_SETS]
+        lines.append("| " + " | ".join([f.label, str(len(f.convs))] + cells) + " |")
+    return "\n".join(lines)
+
+
+def recoverable_targets(files: list[File]) -> list[tuple[str, bool, str]]:
+    """(target, met, detail) for issue 32's targets of default-recoverable."""
+    out = []
+    for f in files:
+        for c in f.convs:
+            if is_main_session(f.path) and c.rounds >= LONG_ROUNDS:
+                cost = _ratio(c.by_set[RECOVERABLE].cost, c.base.cost)
+                out.append((f"{RECOVERABLE}: cost <= {TARGET_COST['claude-code']:.2f} on claude-code sessions of "
+                            f"{LONG_ROUNDS}+ rounds", cost <= TARGET_COST["claude-code"],
+                            f"{c.name} ({c.rounds} rounds): {cost:.3f}"))
+    for f in files:
+        ours, theirs = f.pooled(RECOVERABLE, "recoverable"), f.pooled("observation-masking", "recall")
+        out.append((f"{RECOVERABLE}: recoverable recall >= observation-masking's recall - 0.005 on every trace",
+                    ours >= theirs - TOLERANCE, f"{f.label}: {ours:.3f} vs {theirs:.3f}"))
+    return out
+
+
 def bill_table(files: list[File]) -> tuple[str, list[str]]:
     """No compaction's estimate beside the bill, per file whose logs record it; and the files
     whose cost estimate (with the unseen tokens) is off by more than BILL_TOLERANCE."""
@@ -353,15 +407,22 @@ def main(argv=None) -> int:
     print()
     print(table("Reference recall: higher is better", files, "recall"))
     print()
+    print(table("Recoverable recall (references kept, or in a saved result a placeholder names): higher is better",
+                files, "recoverable"))
+    print()
     print(table("Re-fetch regret (cleared results whose call the agent made again while hidden): lower is better",
                 files, "regret"))
+    print()
+    print(f"**{RECOVERABLE} beside the default and observation masking** (recov = {RECOVERABLE}; cost and prompt "
+          "relative to no compaction, cache never expires)\n")
+    print(recoverable_table(files))
     print()
     timed = [f for f in files if f.timestamps]
     if timed and price.lifetime:
         print(table(f"Cost with the cache expiring after {lifetime} (logs with timestamps; bound: its own "
                     "cheapest schedule under expiry)", timed, "cold"))
         print()
-    results = targets(files)
+    results = targets(files) + recoverable_targets(files)
     missed = [r for r in results if not r[1]]
     print(f"**Targets** ({len(results) - len(missed)} of {len(results)} checks met; a trace is a file, its "
           "conversations pooled)\n")

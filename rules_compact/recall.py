@@ -9,6 +9,11 @@ earlier assistant turn, a placeholder).  Recall is kept / references, totalled o
 rule set that clears nothing keeps every reference (recall 1.0), and so does a conversation
 without references.
 
+A reference is *recoverable* when it is kept or occurs in a result of the history that a
+placeholder in the prompt names by its content id (:func:`rules_compact.store.content_id`, in
+a saved path or as a bare id): a saved result the agent can read back.  Recoverable recall is
+recoverable / references; for rules that save nothing it equals recall.
+
 "Occurs" means occurs as a substring.  Every distinctive string is made of the characters
 ``A-Za-z0-9_./-``, so each occurrence lies inside a maximal run of them; the runs of a text are
 matched once against the conversation's strings and remembered, so a prompt is never rescanned
@@ -23,6 +28,7 @@ from typing import Any, Iterable
 from .formats import Format
 from .formats import decode_args
 from .formats.base import leaves
+from .store import ID_PATTERN, content_id
 
 __all__ = ["DISTINCTIVE", "References", "distinctive_strings", "response_spans", "response_text", "visible_pieces"]
 
@@ -136,13 +142,19 @@ class References:
         index = {s: i for i, s in enumerate(self._find.strings)}
         self.rounds: list[frozenset[int]] = []  # per round: the ids of its references
         seen: set[int] = set()  # strings found in the tool results so far
+        self._saved: dict[str, set[int]] = {}  # content id of a result -> the strings it holds
         done = 0
         for end, strings in zip(starts, responses):
             for msg in messages[done:end]:
-                seen |= self._find(fmt.result_text(msg, block) for _, block, _ in fmt.results(msg))
+                for _, block, _ in fmt.results(msg):
+                    text = fmt.result_text(msg, block)
+                    found = self._find((text,))
+                    self._saved[content_id(text)] = found
+                    seen |= found
             done = max(done, end)
             self.rounds.append(frozenset(i for i in (index[s] for s in strings) if i in seen))
         self._shown: dict[int, tuple[Any, set[int]]] = {}
+        self._named: dict[int, tuple[Any, set[int]]] = {}
 
     def strings(self, round_index: int) -> list[str]:
         """A round's references, sorted."""
@@ -150,12 +162,34 @@ class References:
 
     def kept(self, round_index: int, prompt: list) -> int:
         """How many of the round's references still occur in ``prompt`` outside reasoning."""
+        return len(self.rounds[round_index]) - len(self._missing(round_index, prompt))
+
+    def shown(self, round_index: int, prompt: list) -> tuple[int, int]:
+        """The round's references ``prompt`` keeps, and those it keeps or names in a saved result."""
+        missing = self._missing(round_index, prompt)
+        kept = len(self.rounds[round_index]) - len(missing)
+        for msg in prompt:
+            if not missing:
+                break
+            missing -= self._named_in(msg)
+        return kept, len(self.rounds[round_index]) - len(missing)
+
+    def _missing(self, round_index: int, prompt: list) -> set[int]:
         missing = set(self.rounds[round_index])
         for msg in prompt:
             if not missing:
                 break
             missing -= self._strings_in(msg)
-        return len(self.rounds[round_index]) - len(missing)
+        return missing
+
+    def _named_in(self, msg: Any) -> set[int]:
+        """The strings of the results ``msg`` names by content id."""
+        entry = self._named.get(id(msg))
+        if entry is None:
+            named = {found for piece in visible_pieces(self.fmt, msg) if piece
+                     for found in ID_PATTERN.findall(piece) if found in self._saved}
+            entry = self._named[id(msg)] = (msg, set().union(*(self._saved[n] for n in named)))
+        return entry[1]
 
     def _strings_in(self, msg: Any) -> set[int]:
         entry = self._shown.get(id(msg))  # the entry keeps msg alive: its id stays its own

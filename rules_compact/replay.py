@@ -104,6 +104,7 @@ def parse_price(text: str) -> Price:
 class Replay:
     """Totals of one rule set over one conversation, and per round the references of the
     recorded response (``referenced``) and how many of them the prompt still shows (``kept``);
+    ``recoverable``: per round, those it shows or names in a saved result (:mod:`rules_compact.recall`);
     ``cleared``: the results some round's prompt showed cleared, ``refetched``: of them, those
     whose call a response made again while they were hidden (:mod:`rules_compact.regret`)."""
 
@@ -115,6 +116,7 @@ class Replay:
     kept: tuple[int, ...] = ()  # per round
     cleared: int = 0
     refetched: int = 0
+    recoverable: tuple[int, ...] = ()  # per round
 
     @property
     def rounds(self) -> int:
@@ -138,6 +140,12 @@ class Replay:
         """Kept references over all references; 1.0 when there are none."""
         total = sum(self.referenced)
         return sum(self.kept) / total if total else 1.0
+
+    @property
+    def recoverable_recall(self) -> float:
+        """Recoverable references (kept, or in a result a placeholder names) over all; 1.0 when none."""
+        total = sum(self.referenced)
+        return sum(self.recoverable) / total if total else 1.0
 
     @property
     def regret(self) -> float:
@@ -285,7 +293,7 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
     starts = round_starts(messages, fmt)
     refs = references or References(messages, form, starts)
     fetches = (refetches or Refetches(messages, form, starts)) if rulesets else None
-    prompts, cached, kept = [], [], []
+    prompts, cached, kept, recoverable = [], [], [], []
     cleared: set[int] = set()
     refetched: set[int] = set()
     previous: list = []
@@ -296,14 +304,16 @@ def replay(messages: list, rulesets: Sequence[RuleSet] | None, fmt: str, price: 
         total, hit = round_tokens(prompt, previous, tokens)
         prompts.append(total)
         cached.append(hit)
-        kept.append(refs.kept(k, prompt) if compactor else len(refs.rounds[k]))
+        shown = refs.shown(k, prompt) if compactor else (len(refs.rounds[k]),) * 2
+        kept.append(shown[0])
+        recoverable.append(shown[1])
         if fetches:
             hidden, again = fetches.observe(k, prompt)
             cleared |= hidden
             refetched |= again
         previous = prompt
     return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept),
-                  len(cleared), len(refetched))
+                  len(cleared), len(refetched), tuple(recoverable))
 
 
 def step_schedule(messages: list, ruleset: RuleSet, fmt: str) -> tuple[int, ...]:
@@ -422,7 +432,7 @@ class StepSchedules:
             raise ValueError(f"{len(boundaries)} boundaries for {len(self.starts)} rounds")
         refs = references or References(self.messages, FORMATS[self.fmt], self.starts)
         fetches = refetches or Refetches(self.messages, FORMATS[self.fmt], self.starts)
-        prompts, cached, kept = [], [], []
+        prompts, cached, kept, recoverable = [], [], [], []
         cleared: set[int] = set()
         refetched: set[int] = set()
         previous = None
@@ -435,13 +445,15 @@ class StepSchedules:
             hit = 0 if previous is None else sums[min(self._row(slot)[previous], self.starts[k - 1])]
             cached.append(hit)
             prompt = self.decided[slot] + self.messages[b:end]
-            kept.append(refs.kept(k, prompt))
+            shown = refs.shown(k, prompt)
+            kept.append(shown[0])
+            recoverable.append(shown[1])
             hidden, again = fetches.observe(k, prompt)
             cleared |= hidden
             refetched |= again
             previous = slot
         return Replay(label, tuple(prompts), tuple(cached), price, tuple(len(r) for r in refs.rounds), tuple(kept),
-                      len(cleared), len(refetched))
+                      len(cleared), len(refetched), tuple(recoverable))
 
     def cheapest(self, price: Price, cold: Sequence[bool] | None = None) -> tuple[int, ...]:
         """The boundaries of the cheapest schedule (ties: the earliest boundaries). At the ``cold``

@@ -6,9 +6,11 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["data_path", "bundled_rules", "bundled_name", "shown_source", "preset_names"]
+__all__ = ["data_path", "bundled_rules", "bundled_name", "shown_source", "preset_names", "SHORT_NAMES"]
 
 PACKAGE = Path(__file__).resolve().parent
+#: The bundled files addressed by a bare name, as ``default`` is (``preset:NAME`` works for the presets too).
+SHORT_NAMES = {"default": "default.yaml", "default-recoverable": "presets/default-recoverable.yaml"}
 
 
 def data_path(kind: str) -> Path:
@@ -18,9 +20,9 @@ def data_path(kind: str) -> Path:
 
 
 def bundled_rules(name: str) -> Path | None:
-    """``default`` or ``preset:NAME`` to a bundled file; None if the name is not one."""
-    if name == "default":
-        return data_path("rules") / "default.yaml"
+    """``default``, ``default-recoverable`` or ``preset:NAME`` to a bundled file; None if the name is not one."""
+    if name in SHORT_NAMES:
+        return data_path("rules") / SHORT_NAMES[name]
     if name.startswith("preset:"):
         return data_path("rules") / "presets" / f"{name[len('preset:'):]}.yaml"
     return None

@@ -72,7 +72,8 @@ class ReplayRow:
     """One rule set replayed over one conversation (``rule_set`` ``none``: without compaction).
 
     ``references``: the references the recorded responses make to earlier content;
-    ``kept_references``: how many of them the compacted prompts still show.  ``cold_rounds``:
+    ``kept_references``: how many of them the compacted prompts still show;
+    ``recoverable_references``: how many they show or name in a saved result.  ``cold_rounds``:
     the rounds that found the cache expired (None when the cache never expires).
     ``cleared_results``: the results some round's prompt showed cleared; ``refetched_results``:
     of them, those whose exact call the recorded agent made again while they were hidden.
@@ -91,10 +92,15 @@ class ReplayRow:
     cleared_results: int = 0
     refetched_results: int = 0
     billed: Bill | None = None
+    recoverable_references: int = 0
 
     @property
     def recall(self) -> float:
         return self.kept_references / self.references if self.references else 1.0
+
+    @property
+    def recoverable_recall(self) -> float:
+        return self.recoverable_references / self.references if self.references else 1.0
 
     @property
     def regret(self) -> float:
@@ -103,12 +109,13 @@ class ReplayRow:
 
     def to_dict(self) -> dict:
         row = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {**row, "billed": self.billed and self.billed.to_dict(), "recall": self.recall, "regret": self.regret}
+        return {**row, "billed": self.billed and self.billed.to_dict(), "recall": self.recall,
+                "recoverable_recall": self.recoverable_recall, "regret": self.regret}
 
     @classmethod
     def of(cls, name: str, r: Replay, cold: Sequence[bool] | None, billed: Bill | None = None) -> ReplayRow:
         return cls(name, r.label, r.rounds, r.total_prompt, r.total_cached, r.cost, sum(r.referenced), sum(r.kept),
-                   None if cold is None else sum(cold), r.cleared, r.refetched, billed)
+                   None if cold is None else sum(cold), r.cleared, r.refetched, billed, sum(r.recoverable))
 
 
 def replays(messages: list, fmt: str, sets: Sequence[tuple[str, Sequence[RuleSet] | None]],
@@ -140,7 +147,8 @@ def replay_total(rows: Sequence[ReplayRow]) -> list[ReplayRow]:
                              sum(r.prompt_tokens for r in mine), sum(r.cached_tokens for r in mine),
                              sum(r.cost for r in mine), sum(r.references for r in mine),
                              sum(r.kept_references for r in mine), sum(colds) if colds else None,
-                             sum(r.cleared_results for r in mine), sum(r.refetched_results for r in mine)))
+                             sum(r.cleared_results for r in mine), sum(r.refetched_results for r in mine),
+                             recoverable_references=sum(r.recoverable_references for r in mine)))
     return out
 
 

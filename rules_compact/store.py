@@ -23,12 +23,14 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 from .errors import RulesCompactError
 
 __all__ = ["content_id", "Saved", "Store", "StoreError", "FolderStore", "MemoryStore", "open_store",
-           "ENV_STORE", "DEFAULT_CAP_BYTES", "is_content_id", "names_missing", "NO_STORE"]
+           "ENV_STORE", "USER_CACHE", "user_cache_folder", "DEFAULT_CAP_BYTES", "ID_PATTERN", "is_content_id",
+           "names_missing", "NO_STORE"]
 
 ENV_STORE = "RULES_COMPACT_STORE"
+USER_CACHE = "user-cache"  # a store: value: RULES_COMPACT_STORE, else a plugin's, else user_cache_folder()
 DEFAULT_CAP_BYTES = 512 * 1024 * 1024
 SUFFIX = ".txt"
-_ID = re.compile(r"[0-9a-f]{64}")
+ID_PATTERN = _ID = re.compile(r"[0-9a-f]{64}")  # a content id, wherever it is named
 
 
 def _bytes(text: str) -> bytes:
@@ -238,17 +240,39 @@ class MemoryStore:
         return None if content is None else Saved(id, None, _lines(content))
 
 
+def user_cache_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """The per-user store folder: ``rules-compact/store`` in ``$XDG_CACHE_HOME`` (when absolute),
+    else in ``%LOCALAPPDATA%`` on Windows, else in ``~/.cache``."""
+    environ = os.environ if environ is None else environ
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        root = Path(xdg)
+    elif os.name == "nt" and environ.get("LOCALAPPDATA"):
+        root = Path(environ["LOCALAPPDATA"])
+    else:
+        root = Path(os.path.expanduser("~")) / ".cache"
+    return root / "rules-compact" / "store"
+
+
 def open_store(spec: Any = None, base: str | os.PathLike | None = None, *,
                environ: Mapping[str, str] | None = None, plugin: Store | None = None) -> Store | None:
     """The store a rule file saves to: its ``store:`` key (``spec``: a folder, or ``{folder,
     cap_bytes}``; a relative folder is taken from ``base``, the rule file's folder), else the
-    folder ``RULES_COMPACT_STORE`` names, else the store a plugin supplies, else None."""
+    folder ``RULES_COMPACT_STORE`` names, else the store a plugin supplies, else None.  A
+    ``spec`` of ``user-cache`` (:data:`USER_CACHE`) falls back further, to
+    :func:`user_cache_folder`, instead of None: a bundled file that saves never writes into the
+    working folder, and a deployment's environment or plugin still wins."""
     environ = os.environ if environ is None else environ
     if isinstance(spec, Store):
         return spec
-    if spec is None and environ.get(ENV_STORE, "").strip():
+    fallback = spec == USER_CACHE
+    if (spec is None or fallback) and environ.get(ENV_STORE, "").strip():
         spec = environ[ENV_STORE].strip()
         base = None
+    elif fallback:
+        if plugin is not None:
+            return plugin
+        spec, base = user_cache_folder(environ), None
     if spec is None:
         return plugin
     folder, cap = (spec, DEFAULT_CAP_BYTES) if isinstance(spec, (str, os.PathLike)) else \

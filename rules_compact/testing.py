@@ -39,6 +39,7 @@ from .formats.openai import REASONING_FIELDS as OPENAI_REASONING_FIELDS
 from .formats.responses import TEXT_PARTS
 from .formats.responses import check_item_invariants as check_responses_item
 from .language.loader import parse_rules
+from .store import MemoryStore
 from .limits import max_input_bytes, read_at_most
 from .language.model import ToolSpec
 from .plugins.manager import HOOKS, Registry, tool_spec, use_plugins
@@ -207,8 +208,10 @@ def run_golden_case(case: str | os.PathLike | Mapping, plugins: Sequence[Any] = 
     or a list of them for successive passes), ``messages``, ``expected`` (the output
     messages) and optionally ``format``, ``decisions`` (the rule that decided each item in
     the last pass, null for none), ``notes`` (each item's decision note in the last pass),
-    ``over_budget`` and ``idempotent`` (default true).  A mapping without ``cases`` is one
-    case.  ``name`` runs only that case.
+    ``over_budget``, ``idempotent`` (default true) and ``store: memory`` (what ``save: true``
+    saves goes to a fresh :class:`~rules_compact.store.MemoryStore`, so placeholders name ids,
+    not paths; also top-level).  A mapping without ``cases`` is one case.  ``name`` runs only
+    that case.
 
     For each case the engine's invariants are asserted too (:func:`check_invariants`).
     """
@@ -224,8 +227,12 @@ def run_golden_case(case: str | os.PathLike | Mapping, plugins: Sequence[Any] = 
             label = f"{file}::{c.get('name', '?')}"
             rules = c.get("rules", doc.get("rules"))
             passes = [_with_defaults(r, doc.get("rule_defaults")) for r in (rules if isinstance(rules, list) else [rules])]
+            store = c.get("store", doc.get("store"))
+            if store not in (None, "memory"):
+                _fail(f"{label}: store must be 'memory', got {store!r}")
+            store = MemoryStore() if store == "memory" else None
             try:
-                rulesets = [parse_rules(yaml.safe_dump(r, sort_keys=False, allow_unicode=True), label)
+                rulesets = [parse_rules(yaml.safe_dump(r, sort_keys=False, allow_unicode=True), label, store=store)
                             for r in passes]
             except RulesCompactError as exc:
                 _fail(f"{label}: rules do not load:\n{exc}")

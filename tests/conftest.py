@@ -32,6 +32,19 @@ def wide_output():
         os.environ["COLUMNS"] = before
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_user_cache(tmp_path_factory):
+    """The user's cache folder (where default-recoverable saves without RULES_COMPACT_STORE) is
+    a temporary one: the tests never write into the real one."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("user-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 def property_settings(scale: float = 1.0) -> settings:
     """The active profile (``ci`` unless one was chosen), with ``scale`` times its examples."""
     name = settings.get_current_profile_name()

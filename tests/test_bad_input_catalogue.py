@@ -140,7 +140,7 @@ CASES = [
  ("rules-directory", {"d/": None}, ["validate", "d"],
   2, 'rules-compact: error: d: is a directory, not a rule file'),
  ("rules-unknown-preset", {"in.json": GOOD}, ["apply", "in.json", "-r", "preset:nope"],
-  2, 'rules-compact: error: preset:nope: no such preset; available: default, preset:anthropic-clear-thinking, preset:anthropic-clear-tool-uses, preset:count-triggered-prune, preset:keep-recent-results, preset:langchain-clear-tool-uses, preset:observation-masking, preset:opencode-prune, preset:read-time-spans, preset:strip-tool-turn-reasoning, preset:strip-tool-turn-reasoning-selective'),
+  2, 'rules-compact: error: preset:nope: no such preset; available: default, default-recoverable, preset:anthropic-clear-thinking, preset:anthropic-clear-tool-uses, preset:count-triggered-prune, preset:default-recoverable, preset:keep-recent-results, preset:langchain-clear-tool-uses, preset:observation-masking, preset:opencode-prune, preset:read-time-spans, preset:strip-tool-turn-reasoning, preset:strip-tool-turn-reasoning-selective'),
  ("rules-extends-missing", {"r.yaml": "version: 1\nname: a\nextends: gone.yaml\n"}, ["validate", "r.yaml"],
   1, "r.yaml:3:10: cannot extend 'gone.yaml': gone.yaml: cannot read rule file: No such file or directory (at extends)"),
  ("rules-error-when-uses-is-error", {"r.yaml": "version: 1\nname: a\nerror_when: {is_error: true}\nrules: []\n"}, ["validate", "r.yaml"],

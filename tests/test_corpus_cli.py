@@ -158,7 +158,8 @@ def test_replay_json_rows_and_a_total_for_several_conversations(capsys, convs, r
                        "prompt_tokens": r.total_prompt, "cached_tokens": r.total_cached, "cost": r.cost,
                        "references": sum(r.referenced), "kept_references": sum(r.kept), "cold_rounds": None,
                        "cleared_results": r.cleared, "refetched_results": r.refetched, "billed": None,
-                       "recall": r.recall, "regret": r.regret}
+                       "recall": r.recall, "recoverable_references": sum(r.recoverable),
+                       "recoverable_recall": r.recoverable_recall, "regret": r.regret}
     _, text, _ = run(capsys, "replay", convs[0][0].parent, "-r", rule_files[1])
     lines = text.splitlines()
     total = rows("\n".join(lines[lines.index("total: 2 conversations") + 1:]))

@@ -38,7 +38,9 @@ TRACES = Path(__file__).parent / "data" / "traces"
 MINI_SWE = sorted((TRACES / "mini-swe-agent").glob("*.traj.json"))
 IDS = [p.name.removesuffix(".traj.json").split("_")[1] + "-" + p.name.split("__")[-1].removesuffix(".traj.json")
        for p in MINI_SWE]
-PRESETS = sorted(p.stem for p in (Path(__file__).parent.parent / "rules" / "presets").glob("*.yaml"))
+#: The peers' presets (default-recoverable, the default's variant, clears harder by design: not a peer)
+PRESETS = sorted(p.stem for p in (Path(__file__).parent.parent / "rules" / "presets").glob("*.yaml")
+                 if p.stem != "default-recoverable")
 #: one deepseek-chat trace (assistant text) and one deepseek-reasoner trace (reasoning_content)
 PRESET_TRACES = ["deepseek_chat_test_1-100__django__django-13964.traj.json",
                  "deepseek_reasoner_dev__sqlfluff__sqlfluff-1763.traj.json"]

@@ -124,7 +124,7 @@ def replay_rows(out: str) -> dict[str, list[str]]:
     table = rows(out)
     header = next(i for i, r in enumerate(table) if r[0] == "rule set")
     assert table[header] == ["rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share",
-                             "cost", "vs none", "recall", "regret"]
+                             "cost", "vs none", "recall", "recoverable", "regret"]
     return {r[0]: r[1:] for r in table[header + 1:]}
 
 
@@ -132,7 +132,7 @@ def expected_row(messages: list, rulesets, price: Price, base) -> list[str]:
     r = replay(messages, rulesets, "openai", price)
     return [str(r.rounds), f"{r.total_prompt:,}", f"{r.total_prompt / base.total_prompt:.3f}", f"{r.total_cached:,}",
             f"{r.total_cached / r.total_prompt:.3f}", f"{r.cost:,.0f}", f"{r.cost / base.cost:.3f}", f"{r.recall:.3f}",
-            f"{r.regret:.3f}"]
+            f"{r.recoverable_recall:.3f}", f"{r.regret:.3f}"]
 
 
 def test_replay_without_rules_compares_none_with_default(capsys, convs):
@@ -232,7 +232,7 @@ def test_replay_cache_expiry_uses_the_log_timestamps(capsys):
     table = replay_rows(out)
     assert table["none"] == [str(base.rounds), f"{base.total_prompt:,}", "1.000", f"{base.total_cached:,}",
                              f"{base.total_cached / base.total_prompt:.3f}", f"{base.cost:,.0f}", "1.000", "1.000",
-                             "0.000"]
+                             "1.000", "0.000"]
     assert table["default"][3] == f"{default.total_cached:,}" and table["default"][6] == f"{default.cost / base.cost:.3f}"
     _, plain, _ = run(capsys, "replay", SUBAGENT, "--price", "0.1,1.25,5s")
     assert "cache never expires" in plain and replay_rows(plain)["none"][3] != table["none"][3]

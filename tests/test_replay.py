@@ -19,6 +19,7 @@ from rules_compact.errors import InputError
 from rules_compact.formats import FORMATS
 from rules_compact.readers import read_conversations
 from rules_compact.recall import References
+from rules_compact.store import FolderStore, MemoryStore, content_id
 from rules_compact.replay import (PRICES, Price, Replay, StepSchedules, cold_rounds, parse_price, replay,
                                   round_starts, step_schedule)
 
@@ -114,6 +115,41 @@ def test_anthropic_recall_reads_tool_use_inputs_not_thinking():
     assert refs.strings(1) == ["8080", "lib/widgets.py"]
     r = replay(conv, [CLEAR_ALL], "anthropic", ANTHROPIC)
     assert r.referenced == (0, 2) and r.kept == (0, 0)
+
+
+# --- recoverable recall -----------------------------------------------------------------------
+
+def saving(folder) -> object:
+    """Every result cleared to a placeholder that saves it into ``folder``."""
+    return load_rules("version: 1\nname: save\nrules:\n  - {name: clear, match: {role: tool}, "
+                      "action: {placeholder: {save: true, allow_larger: true}}}\n", store=FolderStore(folder))
+
+
+def test_recoverable_recall_counts_references_in_a_result_the_placeholder_names(tmp_path):
+    r = replay(RECALL_CONV, [saving(tmp_path)], "openai", ANTHROPIC)
+    assert r.kept == (0, 0, 0) and r.recall == 0.0  # the placeholders show neither string
+    assert r.recoverable == (0, 2, 0) and r.recoverable_recall == 1.0  # both are in the saved result c1
+
+
+def test_recoverable_recall_equals_recall_for_rules_that_save_nothing():
+    for rule_set in (None, [KEEP_ALL], [CLEAR_ALL]):
+        r = replay(RECALL_CONV, rule_set, "openai", ANTHROPIC)
+        assert r.recoverable == r.kept and r.recoverable_recall == r.recall
+
+
+def test_only_a_result_a_placeholder_names_is_recoverable():
+    # the last round's references: 12345 (c1's result, cleared unsaved) and 67890 (c2's, cleared and saved)
+    conv = [{"role": "user", "content": "go"}, call("c1"), result("c1", "value 12345 " * 30),
+            call("c2", "grep"), result("c2", "value 67890 " * 30),
+            {"role": "assistant", "content": "12345 and 67890 and 55555"}]
+    some = load_rules("version: 1\nname: save\nrules:\n"
+                      "  - {name: clear-grep, match: {tool: grep}, action: {placeholder: {save: true}}}\n"
+                      "  - {name: clear, match: {role: tool}, action: {placeholder: '[x]'}}\n", store=MemoryStore())
+    r = replay(conv, [some], "openai", ANTHROPIC)
+    assert r.referenced[-1] == 2 and r.kept[-1] == 0 and r.recoverable[-1] == 1
+    named = [dict(conv[0], content="see " + content_id("value 12345 " * 29))] + conv[1:]
+    r = replay(named, [CLEAR_ALL], "openai", ANTHROPIC)  # an id that is no result's content names nothing
+    assert r.recoverable == r.kept == (0, 0, 0)
 
 
 def test_recall_without_references_is_one():

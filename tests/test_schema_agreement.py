@@ -24,7 +24,7 @@ from strategies import rule_files, to_ruleset
 
 SCHEMA = Draft202012Validator(rule_schema())
 #: Problems only loading finds: they depend on names elsewhere in the file or in the files it extends.
-SEMANTIC_ONLY = re.compile(r"no inherited rule named |duplicate rule name ")
+SEMANTIC_ONLY = re.compile(r"no inherited rule named |duplicate rule name |needs a store to save to")
 #: Words the rule language uses as values; a mutation may put one where another was.
 WORDS = ["tool_results", "tool_calls", "spans", "messages", "user_turns", "tokens", "chars", "bytes", "utf16",
          "tool", "assistant", "keep", "placeholder", "saved", "removed", "compact", "default", "x"]

@@ -184,11 +184,12 @@ def _lifetime(seconds: float | None) -> str:
 def _replay_table(rows: list[ReplayRow]) -> str:
     base = rows[0]
     header = ("rule set", "rounds", "prompt tokens", "vs none", "cached tokens", "cached share", "cost",
-              "vs none", "recall", "regret")
+              "vs none", "recall", "recoverable", "regret")
     return table([header] + [
         (r.rule_set, f"{r.rounds:,}", f"{r.prompt_tokens:,}", ratio(r.prompt_tokens, base.prompt_tokens),
          f"{r.cached_tokens:,}", ratio(r.cached_tokens, r.prompt_tokens), f"{r.cost:,.0f}",
-         ratio(r.cost, base.cost), f"{r.recall:.3f}", f"{r.regret:.3f}") for r in rows], right=set(range(1, 10)))
+         ratio(r.cost, base.cost), f"{r.recall:.3f}", f"{r.recoverable_recall:.3f}", f"{r.regret:.3f}")
+        for r in rows], right=set(range(1, 11)))
 
 
 def _bill_text(bill: Bill, rounds: bool) -> str:

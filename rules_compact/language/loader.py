@@ -16,7 +16,7 @@ from ..errors import ConfigError, InputError, Problem, kind_of, type_name
 from ..limits import max_rules_bytes, read_at_most
 from .model import RuleSet
 from ..plugins.manager import registry
-from ..resources import bundled_rules, preset_names
+from ..resources import SHORT_NAMES, bundled_rules, preset_names
 from ..store import Store, open_store
 from .schema import extended_schema, rule_schema, schema_problems
 from .yamlsource import entries, load_yaml
@@ -48,8 +48,8 @@ def read_source(source: str | os.PathLike) -> tuple[str, str]:
         return source, "<string>"
     path = bundled_rules(source) if isinstance(source, str) else None
     if path is not None and not path.is_file():
-        raise InputError(f"{source}: no such preset; available: default, "
-                         + ", ".join(f"preset:{n}" for n in preset_names()))
+        raise InputError(f"{source}: no such preset; available: " + ", ".join(
+            [*SHORT_NAMES] + [f"preset:{n}" for n in preset_names()]))
     path = Path(path or source)
     if path.name in preset_names() and not path.exists():
         raise InputError(f"{path}: no such rule file; the preset is preset:{path.name}")
