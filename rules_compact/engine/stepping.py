@@ -183,7 +183,7 @@ class _Sizes:
             found = self.known[id(m)] = (m, self.size_of(m))
         return found[1]
 
-    def through(self, compacted: list) -> list:
+    def through(self, compacted: list) -> Sequence[int]:
         """The tokens of ``compacted[:i]`` for every i."""
         return _totals(accumulate((self.of(i, m) for i, m in enumerate(compacted)), initial=0))
 
