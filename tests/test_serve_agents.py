@@ -26,6 +26,7 @@ pytest.importorskip("rules_compact.serve", reason="rules-compact serve needs the
 from rules_compact.formats import FORMATS, count_breakpoints  # noqa: E402
 from rules_compact.kinds.estimators import ESTIMATORS  # noqa: E402
 from rules_compact.replay import PRICES, Price, round_tokens  # noqa: E402
+from rules_compact.serve.sessions import _without_breakpoints as _unmarked  # noqa: E402
 from rules_compact.testing import check_api_validity  # noqa: E402
 from fake_upstream import FakeUpstream  # noqa: E402
 from scripted_agents import (ANSWER, ROOT, agent_binary, claude_code_turn, codex_turn, listing, main_loop,  # noqa: E402
@@ -126,14 +127,6 @@ def _cost(agent: Agent, histories: list[list]) -> float:
         size, hit = round_tokens(prompt, previous, tokens)
         total, cached, previous = total + size, cached + hit, prompt
     return agent.price.cached * cached + agent.price.uncached * (total - cached)
-
-
-def _unmarked(value):
-    if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_unmarked(v) for v in value]
-    return value
 
 
 @pytest.fixture(params=sorted(AGENTS))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import STEPPED_DEFAULT, property_settings
 from rules_compact import Compactor, load_rules
+from rules_compact.serve.sessions import _without_breakpoints as _unmarked  # the proxy's own
 from rules_compact.testing import ValidityCheck, check_api_validity
 from strategies import anthropic_conversations, conversations, rule_files, to_ruleset
 
@@ -29,14 +30,6 @@ def verdict(check, before: list, after: list, fmt: str, outside: int) -> tuple[s
     except Exception as exc:  # noqa: BLE001 - the two must fail alike, whatever they raise
         return type(exc).__name__, str(exc)
     return None
-
-
-def _unmarked(value):
-    if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_unmarked(v) for v in value]
-    return value
 
 
 def broken(msg, original, how: str):

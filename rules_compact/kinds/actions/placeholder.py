@@ -16,22 +16,36 @@ GONE = ("[{tool_name} result cleared to save space; its saved copy has since bee
         "call {tool_name} again if you need it]")
 
 
+def saving_template(ctx, save: bool, path: str, action: str, given: str | None, text_path: str,
+                    default: str | None, wording: tuple[str, str], extra: tuple[str, ...] = (),
+                    said: tuple[str, str] = ("clears", "the template")):
+    """The store a clearing action saves to (``save: true``) and its template, checked: the
+    rule file's text (``given``), else ``wording`` for a store (a folder store's, another's),
+    else ``default`` (None: no template of its own); ``said``: what the template does to the
+    result, and what errors call it.  A problem for save: true without a store,
+    for a template that does not say where it saved (``{saved}``), and for ``{saved}`` without
+    save: true; then the template is None."""
+    store = ctx.store if save else None
+    if save and store is None:
+        ctx.problem(f"{path}.save", NO_STORE)
+    text = given if given is not None else default if store is None else \
+        wording[0] if isinstance(store, FolderStore) else wording[1]
+    template = ctx.template(text, text_path, extra=extra + SAVED_VARIABLES) if text else None
+    if template is not None and save and "saved" not in template.variables:
+        ctx.problem(text_path, f"save: true saves what {text!r} {said[0]}, but {said[1]} does not say where: "
+                               "add {saved} (the file or the id to read it back from)")
+        return store, None
+    if template is not None and not save and set(SAVED_VARIABLES) & set(template.variables):
+        ctx.problem(text_path, f"{text!r}: {{saved}} and {{saved_lines}} need save: true on this {action} action")
+        return store, None
+    return store, template
+
+
 def compile_placeholder(options, ctx, path) -> Action:
     text_path = path if isinstance(options, str) else f"{path}.text"
     options = with_defaults({"text": options} if isinstance(options, str) else options, SCHEMA)
-    store = ctx.store if options["save"] else None
-    if options["save"] and store is None:
-        ctx.problem(f"{path}.save", NO_STORE)
-    text = options.get("text") or (None if store is None else
-                                   SAVED_TO_FILE if isinstance(store, FolderStore) else SAVED_AS_ID)
-    explicit = ctx.template(text, text_path, extra=SAVED_VARIABLES) if text else None
-    if explicit is not None and options["save"] and "saved" not in explicit.variables:
-        ctx.problem(text_path, f"save: true saves what {text!r} clears, but the template does not say where: "
-                               "add {saved} (the file or the id to read it back from)")
-    elif explicit is not None and not options["save"] and set(SAVED_VARIABLES) & set(explicit.variables):
-        ctx.problem(text_path, f"{text!r}: {{saved}} and {{saved_lines}} need save: true on this placeholder "
-                               "action")
-        explicit = None
+    store, explicit = saving_template(ctx, options["save"], path, "placeholder", options.get("text") or None,
+                                      text_path, None, (SAVED_TO_FILE, SAVED_AS_ID))
     gone = Template.compile(GONE, RESULT_VARIABLES) if store is not None else None
     if gone is not None:
         ctx.recognise(gone.matches_any)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ...language.templates import RESULT_VARIABLES, SAVED_VARIABLES, Template, Variables
-from ...store import NO_STORE, FolderStore, StoreError, names_missing
+from ...language.templates import RESULT_VARIABLES, Template, Variables
+from ...store import StoreError, names_missing
 from ..base import Action, ActionKind, with_defaults, RESULT
+from .placeholder import saving_template
 
 MARKER = "\n[... {omitted} chars omitted ...]\n"
 SAVED_TO_FILE = ("\n[... {omitted} chars cleared to save space; the full result is saved in {saved}: read that "
@@ -18,20 +19,8 @@ def compile_truncate(options, ctx, path) -> Action:
     given = (options or {}).get("marker")
     options = with_defaults(options, SCHEMA)
     head, tail, as_string = options["head"], options["tail"], options["as_string"]
-    store = ctx.store if options["save"] else None
-    if options["save"] and store is None:
-        ctx.problem(f"{path}.save", NO_STORE)
-    text = given if given is not None else MARKER if store is None else \
-        SAVED_TO_FILE if isinstance(store, FolderStore) else SAVED_AS_ID
-    marker = ctx.template(text, f"{path}.marker", extra=("omitted",) + SAVED_VARIABLES)
-    if marker is not None and options["save"] and "saved" not in marker.variables:
-        ctx.problem(f"{path}.marker", f"save: true saves what {text!r} stands for, but the marker does not say "
-                                      "where: add {saved} (the file or the id to read it back from)")
-        marker = None
-    elif marker is not None and not options["save"] and set(SAVED_VARIABLES) & set(marker.variables):
-        ctx.problem(f"{path}.marker", f"{text!r}: {{saved}} and {{saved_lines}} need save: true on this truncate "
-                                      "action")
-        marker = None
+    store, marker = saving_template(ctx, options["save"], path, "truncate", given, f"{path}.marker", MARKER,
+                                    (SAVED_TO_FILE, SAVED_AS_ID), extra=("omitted",), said=("stands for", "the marker"))
     if marker is None:
         return Action("truncate", run=lambda index, ed: None, kind=KIND)
     gone = Template.compile(GONE, RESULT_VARIABLES) if store is not None else None
