@@ -195,11 +195,15 @@ def test_save_without_a_store_is_a_located_error_that_says_how_to_configure_one(
 
 def test_saved_variables_need_save_and_save_needs_saved_in_its_template(tmp_path):
     store = f"store: {tmp_path}\n"
-    with pytest.raises(ConfigError, match=r"10:46: save: true saves what '\[gone\]' clears, but the template does not "
-                                          r"say where: add \{saved\}"):
+    with pytest.raises(ConfigError, match=r"10:46: '\[gone\]': save: true saves what this action clears, but the "
+                                          r"template does not say where: add \{saved\}"):
         load_rules(_rules(store, ", text: '[gone]'"))
-    with pytest.raises(ConfigError, match=r"\{saved\} and \{saved_lines\} need save: true"):
-        load_rules(_rules(store).replace("{save: true}", "{text: 'see {saved}'}"))
+    for action in ("{text: 'see {saved}'}", "'see {saved_lines}'", "{text: 'see {saved:>4}', save: false}"):
+        with pytest.raises(ConfigError, match=r"\{saved\} and \{saved_lines\} need save: true on this action"):
+            load_rules(_rules(store).replace("{save: true}", action))
+    load_rules(_rules(store).replace("{save: true}", "'a literal {{saved}} is no field'"))
+    with pytest.raises(ConfigError, match=r"'\[cut\]': save: true saves what this action clears"):
+        load_rules(_rules(store).replace("placeholder: {save: true}", "truncate: {save: true, marker: '[cut]'}"))
     with pytest.raises(ConfigError, match=r"unknown template variable \{saved\}.*at defaults.placeholder"):
         load_rules(_rules(store).replace("rules:\n", "defaults: {placeholder: '{saved}'}\nrules:\n", 1))
 

@@ -179,6 +179,8 @@ def _describe(error: ValidationError) -> tuple[str, str | None]:
                 f"{', '.join(map(str, inst))}"), None
     if kind == "not" and isinstance(error.validator_value, dict) and "required" in error.validator_value:
         return f"give at most one of: {', '.join(error.validator_value['required'])}", None
+    if kind in ("pattern", "not") and "description" in error.schema:  # a condition that says what it wants
+        return f"{inst!r}: {error.schema['description']}", None
     if kind == "minProperties":
         return "expected at least one key here", None
     if kind == "minItems":

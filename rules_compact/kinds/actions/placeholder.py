@@ -16,36 +16,45 @@ GONE = ("[{tool_name} result cleared to save space; its saved copy has since bee
         "call {tool_name} again if you need it]")
 
 
-def saving_template(ctx, save: bool, path: str, action: str, given: str | None, text_path: str,
-                    default: str | None, wording: tuple[str, str], extra: tuple[str, ...] = (),
-                    said: tuple[str, str] = ("clears", "the template")):
-    """The store a clearing action saves to (``save: true``) and its template, checked: the
-    rule file's text (``given``), else ``wording`` for a store (a folder store's, another's),
-    else ``default`` (None: no template of its own); ``said``: what the template does to the
-    result, and what errors call it.  A problem for save: true without a store,
-    for a template that does not say where it saved (``{saved}``), and for ``{saved}`` without
-    save: true; then the template is None."""
+#: A template field {saved} or {saved_lines} (not a literal {{saved}}), as the schema finds it.
+SAVED_FIELD = r"(^|[^{])(\{\{)*\{saved(_lines)?[}:!]"
+
+
+def saved_fields_need_save(field: str | None) -> dict:
+    """The schema's condition on a clearing action's ``field`` (its template): with save: true
+    it says where it saved ({saved}); without, it names neither {saved} nor {saved_lines}
+    (field None: the template itself, which cannot save)."""
+    unsaved = {"not": {"pattern": SAVED_FIELD},
+               "description": "{saved} and {saved_lines} need save: true on this action"}
+    if field is None:
+        return unsaved
+    return {"if": {"properties": {"save": {"const": True, "description": "The action saves."}}, "required": ["save"]},
+            "then": {"properties": {field: {
+                "pattern": "^$|" + SAVED_FIELD.replace("(_lines)?", ""),
+                "description": "save: true saves what this action clears, but the template does not say "
+                               "where: add {saved} (the file or the id to read it back from)"}}},
+            "else": {"properties": {field: unsaved}}}
+
+
+def saving_template(ctx, save: bool, path: str, given: str | None, text_path: str,
+                    default: str | None, wording: tuple[str, str], extra: tuple[str, ...] = ()):
+    """The store a clearing action saves to (``save: true``; a problem when there is none) and
+    its template: the rule file's text (``given``), else ``wording`` for a store (a folder
+    store's, another's), else ``default`` (None: no template of its own).  That the template
+    names {saved} exactly when the action saves is the schema's to check (saved_fields_need_save)."""
     store = ctx.store if save else None
     if save and store is None:
         ctx.problem(f"{path}.save", NO_STORE)
     text = given if given is not None else default if store is None else \
         wording[0] if isinstance(store, FolderStore) else wording[1]
-    template = ctx.template(text, text_path, extra=extra + SAVED_VARIABLES) if text else None
-    if template is not None and save and "saved" not in template.variables:
-        ctx.problem(text_path, f"save: true saves what {text!r} {said[0]}, but {said[1]} does not say where: "
-                               "add {saved} (the file or the id to read it back from)")
-        return store, None
-    if template is not None and not save and set(SAVED_VARIABLES) & set(template.variables):
-        ctx.problem(text_path, f"{text!r}: {{saved}} and {{saved_lines}} need save: true on this {action} action")
-        return store, None
-    return store, template
+    return store, ctx.template(text, text_path, extra=extra + SAVED_VARIABLES) if text else None
 
 
 def compile_placeholder(options, ctx, path) -> Action:
     text_path = path if isinstance(options, str) else f"{path}.text"
     options = with_defaults({"text": options} if isinstance(options, str) else options, SCHEMA)
-    store, explicit = saving_template(ctx, options["save"], path, "placeholder", options.get("text") or None,
-                                      text_path, None, (SAVED_TO_FILE, SAVED_AS_ID))
+    store, explicit = saving_template(ctx, options["save"], path, options.get("text") or None, text_path, None,
+                                      (SAVED_TO_FILE, SAVED_AS_ID))
     gone = Template.compile(GONE, RESULT_VARIABLES) if store is not None else None
     if gone is not None:
         ctx.recognise(gone.matches_any)
@@ -194,10 +203,11 @@ def _summarize(spec, content: str, call: dict | None) -> str:
         raise TypeError(f"returned {type(result).__name__}, not str")
     return result
 
-SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000},
+SCHEMA = {'anyOf': [{'type': 'string', 'maxLength': 2000, **saved_fields_need_save(None)},
            {'type': 'null'},
            {'type': 'object',
             'additionalProperties': False,
+            **saved_fields_need_save('text'),
             'properties': {'text': {'type': 'string',
                                     'description': "The template; without it the tool's own placeholder or "
                                                    'defaults.placeholder is used.',

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...language.templates import RESULT_VARIABLES, Template, Variables
 from ...store import StoreError, names_missing
 from ..base import Action, ActionKind, with_defaults, RESULT
-from .placeholder import saving_template
+from .placeholder import saved_fields_need_save, saving_template
 
 MARKER = "\n[... {omitted} chars omitted ...]\n"
 SAVED_TO_FILE = ("\n[... {omitted} chars cleared to save space; the full result is saved in {saved}: read that "
@@ -19,8 +19,8 @@ def compile_truncate(options, ctx, path) -> Action:
     given = (options or {}).get("marker")
     options = with_defaults(options, SCHEMA)
     head, tail, as_string = options["head"], options["tail"], options["as_string"]
-    store, marker = saving_template(ctx, options["save"], path, "truncate", given, f"{path}.marker", MARKER,
-                                    (SAVED_TO_FILE, SAVED_AS_ID), extra=("omitted",), said=("stands for", "the marker"))
+    store, marker = saving_template(ctx, options["save"], path, given, f"{path}.marker", MARKER,
+                                    (SAVED_TO_FILE, SAVED_AS_ID), extra=("omitted",))
     if marker is None:
         return Action("truncate", run=lambda index, ed: None, kind=KIND)
     gone = Template.compile(GONE, RESULT_VARIABLES) if store is not None else None
@@ -62,6 +62,7 @@ def compile_truncate(options, ctx, path) -> Action:
 
 SCHEMA = {'type': 'object',
  'additionalProperties': False,
+ **saved_fields_need_save('marker'),
  'properties': {'head': {'default': 0,
                          'type': 'integer',
                          'minimum': 0,
